@@ -1,0 +1,230 @@
+package stacks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/gpupool"
+)
+
+// Load decodes raw stack config strictly and validates it, reporting every
+// problem in one *ConfigError. raw maps a key without its namespace to the
+// value as Pulumi hands it to programs: strings as they are, objects and
+// lists as JSON.
+func Load(raw map[string]string) (*Config, error) {
+	var ps problems
+	cfg := &Config{}
+	skip := map[string]bool{} // blocks whose decoding failed: not validated
+
+	for _, k := range sortedKeys(raw) {
+		if !slices.Contains(configKeys, k) {
+			ps.add(key(k), "unknown key%s; allowed keys: %s, got %q", suggest(k, configKeys), strings.Join(configKeys, ", "), k)
+		}
+	}
+	cfg.Target = catalog.Target(raw["target"])
+	cfg.RenderDir = raw["renderDir"]
+	switch v := raw["protect"]; v {
+	case "", "auto":
+	case "true", "false":
+		b := v == "true"
+		cfg.Protect = &b
+	default:
+		ps.add(key("protect"), "must be true, false or auto, got %q", v)
+	}
+	if v := raw["aks"]; !emptyObject(v) {
+		cfg.AKS = &AKSConfig{}
+		skip["aks"] = !decodeStrict(&ps, key("aks"), v, cfg.AKS)
+	}
+	if v := raw["natron"]; !emptyObject(v) {
+		cfg.Natron = &NatronConfig{}
+		skip["natron"] = !decodeStrict(&ps, key("natron"), v, cfg.Natron)
+	}
+	if v := raw["pools"]; v != "" {
+		var items []json.RawMessage
+		if err := json.Unmarshal([]byte(v), &items); err != nil {
+			ps.add(key("pools"), "must be a list of pools, got %s", describeJSON(v))
+			skip["pools"] = true
+		}
+		cfg.Pools = make([]gpupool.Spec, len(items))
+		for i, item := range items {
+			p := fmt.Sprintf("pools[%d]", i)
+			skip[p] = !decodeStrict(&ps, key(p), string(item), &cfg.Pools[i])
+		}
+	}
+	ps = append(ps, validate(cfg, skip)...)
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// emptyObject is true for an unset block: Pulumi.yaml declares the optional
+// blocks with {} as default.
+func emptyObject(v string) bool {
+	v = strings.TrimSpace(v)
+	return v == "" || v == "{}" || v == "null"
+}
+
+// decodeStrict decodes JSON into a struct, reporting keys the struct does
+// not have and values of the wrong type. It returns false when the value
+// could not be decoded completely.
+func decodeStrict(ps *problems, path, data string, into any) bool {
+	var generic any
+	if err := json.Unmarshal([]byte(data), &generic); err != nil {
+		ps.add(path, "is not valid: %v", err)
+		return false
+	}
+	unknownKeys(ps, path, generic, reflect.TypeOf(into))
+	err := json.Unmarshal([]byte(data), into)
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &te):
+		p := path
+		if te.Field != "" {
+			p += "." + te.Field
+		}
+		ps.add(p, "must be %s, got a JSON %s", typeWord(te.Type), te.Value)
+	default:
+		ps.add(path, "is not valid: %v", err)
+	}
+	return false
+}
+
+// unknownKeys walks decoded JSON beside the Go type it is meant for and
+// reports every object key the type has no field for.
+func unknownKeys(ps *problems, path string, v any, t reflect.Type) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return // a type error, which json.Unmarshal reports
+		}
+		names, types := jsonFields(t)
+		for _, k := range sortedKeys(m) {
+			ft, ok := types[k]
+			if !ok {
+				ps.add(path+"."+k, "unknown key%s; allowed keys: %s, got %q", suggest(k, names), strings.Join(names, ", "), k)
+				continue
+			}
+			unknownKeys(ps, path+"."+k, m[k], ft)
+		}
+	case reflect.Slice:
+		items, _ := v.([]any)
+		for i, item := range items {
+			unknownKeys(ps, fmt.Sprintf("%s[%d]", path, i), item, t.Elem())
+		}
+	case reflect.Map:
+		m, _ := v.(map[string]any)
+		for _, k := range sortedKeys(m) {
+			unknownKeys(ps, path+"."+k, m[k], t.Elem())
+		}
+	}
+}
+
+// jsonFields lists a struct's JSON field names in declaration order.
+func jsonFields(t reflect.Type) ([]string, map[string]reflect.Type) {
+	var names []string
+	types := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
+		}
+		names = append(names, name)
+		types[name] = f.Type
+	}
+	return names, types
+}
+
+func typeWord(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return typeWord(t.Elem())
+	}
+	return t.String()
+}
+
+func describeJSON(v string) string {
+	var generic any
+	if json.Unmarshal([]byte(v), &generic) != nil {
+		return fmt.Sprintf("%q", v)
+	}
+	switch generic.(type) {
+	case map[string]any:
+		return "an object"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+// suggest offers the closest allowed key for a likely typo.
+func suggest(k string, allowed []string) string {
+	best, bestDist := "", 3
+	for _, a := range allowed {
+		if d := editDistance(strings.ToLower(k), strings.ToLower(a)); d < bestDist {
+			best, bestDist = a, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

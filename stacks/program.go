@@ -1,0 +1,118 @@
+package stacks
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/gpupool"
+)
+
+// Program is the whole Pulumi program. main.go and the Automation API both
+// run exactly this function.
+func Program(ctx *pulumi.Context) error {
+	cfg, err := Load(rawConfig(ctx))
+	if err != nil {
+		return err // nothing registered yet: a bad config changes nothing
+	}
+	_, err = Deploy(ctx, cfg)
+	return err
+}
+
+// Deployment is what Deploy built, for the layers that build on it.
+type Deployment struct {
+	Providers *Providers
+	Pools     []gpupool.Pool
+}
+
+// Deploy registers the pools of a validated config and the stack outputs.
+func Deploy(ctx *pulumi.Context, cfg *Config) (*Deployment, error) {
+	protect := cfg.ProtectFor(ctx.Stack())
+	providers, err := newProviders(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := &Deployment{Providers: providers}
+	for _, spec := range cfg.Pools {
+		var pool gpupool.Pool
+		switch cfg.Target {
+		case catalog.AKS:
+			p, err := gpupool.NewAKSPool(ctx, spec.Name, &gpupool.AKSPoolArgs{
+				Cluster: *cfg.AKS, Spec: spec, Protect: protect,
+			})
+			if err != nil {
+				return nil, err
+			}
+			pool = p.Pool
+		case catalog.Natron:
+			p, err := gpupool.NewBareMetalPool(ctx, spec.Name, &gpupool.BareMetalPoolArgs{
+				Cluster: cfg.Natron.Cluster(), Spec: spec, Protect: protect,
+				Management: providers.Management,
+			})
+			if err != nil {
+				return nil, err
+			}
+			pool = p.Pool
+		}
+		d.Pools = append(d.Pools, pool)
+	}
+	outputs, err := StackOutputs(cfg, protect, d.Pools)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range sortedKeys(outputs) {
+		ctx.Export(k, outputs[k])
+	}
+	return d, nil
+}
+
+// StackOutputs are the stack's outputs: the target, the render directory,
+// whether pools are protected, and each pool's facts keyed by name. They hold
+// no secret.
+func StackOutputs(cfg *Config, protect bool, pools []gpupool.Pool) (pulumi.Map, error) {
+	byName := pulumi.Map{}
+	for _, p := range pools {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("pool %s facts: %w", p.Name, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("pool %s facts: %w", p.Name, err)
+		}
+		byName[p.Name] = pulumi.ToMap(m)
+	}
+	return pulumi.Map{
+		"target":    pulumi.String(string(cfg.Target)),
+		"renderDir": pulumi.String(cfg.RenderDir),
+		"protect":   pulumi.Bool(protect),
+		"pools":     byName,
+	}, nil
+}
+
+// rawConfig reads this project's config keys. Keys of the namespace that
+// the program does not know are picked up from the engine's full config
+// (PULUMI_CONFIG) so that a typo such as gpu-node-pools:pool is an error,
+// not silently ignored.
+func rawConfig(ctx *pulumi.Context) map[string]string {
+	raw := map[string]string{}
+	for _, k := range configKeys {
+		if v, ok := ctx.GetConfig(key(k)); ok {
+			raw[k] = v
+		}
+	}
+	var all map[string]string
+	if env := os.Getenv(pulumi.EnvConfig); env != "" && json.Unmarshal([]byte(env), &all) == nil {
+		for full, v := range all {
+			if short, ok := strings.CutPrefix(full, Namespace+":"); ok && !slices.Contains(configKeys, short) {
+				raw[short] = v
+			}
+		}
+	}
+	return raw
+}
