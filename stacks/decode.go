@@ -2,8 +2,8 @@ package stacks
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"sort"
@@ -80,54 +80,74 @@ func decodeStrict(ps *problems, path, data string, into any) bool {
 		ps.add(path, "is not valid: %v", err)
 		return false
 	}
-	unknownKeys(ps, path, generic, reflect.TypeOf(into))
-	err := json.Unmarshal([]byte(data), into)
-	var te *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		return true
-	case errors.As(err, &te):
-		p := path
-		if te.Field != "" {
-			p += "." + te.Field
-		}
-		ps.add(p, "must be %s, got a JSON %s", typeWord(te.Type), te.Value)
-	default:
-		ps.add(path, "is not valid: %v", err)
+	before := len(*ps)
+	checkShape(ps, path, generic, reflect.TypeOf(into))
+	if len(*ps) > before {
+		return false // checkShape reported every unknown key and wrong type
 	}
-	return false
+	if err := json.Unmarshal([]byte(data), into); err != nil {
+		ps.add(path, "is not valid: %v", err)
+		return false
+	}
+	return true
 }
 
-// unknownKeys walks decoded JSON beside the Go type it is meant for and
-// reports every object key the type has no field for.
-func unknownKeys(ps *problems, path string, v any, t reflect.Type) {
+// checkShape walks decoded JSON beside the Go type it is meant for and
+// reports every key the type has no field for and every value of the wrong
+// JSON type, each at its own path (json.Unmarshal stops at the first).
+func checkShape(ps *problems, path string, v any, t reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch t.Kind() {
-	case reflect.Struct:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return // a type error, which json.Unmarshal reports
-		}
-		names, types := jsonFields(t)
-		for _, k := range sortedKeys(m) {
-			ft, ok := types[k]
-			if !ok {
-				ps.add(path+"."+k, "unknown key%s; allowed keys: %s, got %q", suggest(k, names), strings.Join(names, ", "), k)
-				continue
+	if v == nil {
+		return // null decodes to the zero value
+	}
+	wrong := func(jsonType string) { ps.add(path, "must be %s, got a JSON %s", typeWord(t), jsonType) }
+	switch x := v.(type) {
+	case map[string]any:
+		switch t.Kind() {
+		case reflect.Struct:
+			names, types := jsonFields(t)
+			for _, k := range sortedKeys(x) {
+				ft, ok := types[k]
+				if !ok {
+					ps.add(path+"."+k, "unknown key%s; allowed keys: %s, got %q", suggest(k, names), strings.Join(names, ", "), k)
+					continue
+				}
+				checkShape(ps, path+"."+k, x[k], ft)
 			}
-			unknownKeys(ps, path+"."+k, m[k], ft)
+		case reflect.Map:
+			for _, k := range sortedKeys(x) {
+				checkShape(ps, path+"."+k, x[k], t.Elem())
+			}
+		default:
+			wrong("object")
 		}
-	case reflect.Slice:
-		items, _ := v.([]any)
-		for i, item := range items {
-			unknownKeys(ps, fmt.Sprintf("%s[%d]", path, i), item, t.Elem())
+	case []any:
+		if t.Kind() != reflect.Slice {
+			wrong("list")
+			return
 		}
-	case reflect.Map:
-		m, _ := v.(map[string]any)
-		for _, k := range sortedKeys(m) {
-			unknownKeys(ps, path+"."+k, m[k], t.Elem())
+		for i, item := range x {
+			checkShape(ps, fmt.Sprintf("%s[%d]", path, i), item, t.Elem())
+		}
+	case string:
+		if t.Kind() != reflect.String {
+			wrong(fmt.Sprintf("string %q", x))
+		}
+	case bool:
+		if t.Kind() != reflect.Bool {
+			wrong(fmt.Sprintf("boolean %v", x))
+		}
+	case float64:
+		switch t.Kind() {
+		case reflect.Float32, reflect.Float64:
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			if x != math.Trunc(x) || math.Abs(x) > 1<<31 {
+				wrong(fmt.Sprintf("number %v", x))
+			}
+		default:
+			wrong(fmt.Sprintf("number %v", x))
 		}
 	}
 }

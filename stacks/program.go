@@ -85,7 +85,7 @@ func StackOutputs(cfg *Config, protect bool, pools []gpupool.Pool) (pulumi.Map, 
 		if err := json.Unmarshal(b, &m); err != nil {
 			return nil, fmt.Errorf("pool %s facts: %w", p.Name, err)
 		}
-		byName[p.Name] = pulumi.ToMap(m)
+		byName[p.Name] = plainInput(m)
 	}
 	return pulumi.Map{
 		"target":    pulumi.String(string(cfg.Target)),
@@ -115,4 +115,33 @@ func rawConfig(ctx *pulumi.Context) map[string]string {
 		}
 	}
 	return raw
+}
+
+// plainInput turns decoded JSON into plain (already known) Pulumi inputs.
+func plainInput(v any) pulumi.Input {
+	switch x := v.(type) {
+	case map[string]any:
+		m := pulumi.Map{}
+		for k, e := range x {
+			if e != nil {
+				m[k] = plainInput(e)
+			}
+		}
+		return m
+	case []any:
+		a := make(pulumi.Array, len(x))
+		for i, e := range x {
+			a[i] = plainInput(e)
+		}
+		return a
+	case float64:
+		if x == float64(int(x)) {
+			return pulumi.Int(int(x))
+		}
+		return pulumi.Float64(x)
+	case bool:
+		return pulumi.Bool(x)
+	default:
+		return pulumi.String(fmt.Sprint(x))
+	}
 }

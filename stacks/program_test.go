@@ -1,0 +1,97 @@
+package stacks
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/tests/pulumitest"
+)
+
+func TestStackOutputs(t *testing.T) {
+	t.Parallel()
+	sku, _ := catalog.Lookup(catalog.AKS, "Standard_NC40ads_H100_v5")
+	pool := gpupool.NewFacts(gpupool.Spec{Name: "h100spot", SKU: sku.Name, MaxNodes: 8, Spot: true}, sku)
+	got, err := StackOutputs(&Config{Target: catalog.AKS, RenderDir: "out"}, true, []gpupool.Pool{pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pulumi.Map{
+		"target":    pulumi.String("aks"),
+		"renderDir": pulumi.String("out"),
+		"protect":   pulumi.Bool(true),
+		"pools": pulumi.Map{"h100spot": pulumi.Map{
+			"name": pulumi.String("h100spot"), "target": pulumi.String("aks"), "sku": pulumi.String("Standard_NC40ads_H100_v5"),
+			"gpuModel": pulumi.String("NVIDIA H100 NVL"), "gpusPerNode": pulumi.Int(1), "gpuMemoryGB": pulumi.Int(94),
+			"gpuResourcesPerNode": pulumi.Int(1), "memoryPerGpuResourceGB": pulumi.Int(94),
+			"minNodes": pulumi.Int(0), "maxNodes": pulumi.Int(8), "spot": pulumi.Bool(true),
+			"nodeSelector": pulumi.Map{"gpu.natron.cloud/pool": pulumi.String("h100spot")},
+			"tolerations": pulumi.Array{
+				pulumi.Map{"key": pulumi.String("nvidia.com/gpu"), "operator": pulumi.String("Equal"), "value": pulumi.String("present"), "effect": pulumi.String("NoSchedule")},
+				pulumi.Map{"key": pulumi.String("kubernetes.azure.com/scalesetpriority"), "operator": pulumi.String("Equal"), "value": pulumi.String("spot"), "effect": pulumi.String("NoSchedule")},
+			},
+		}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("StackOutputs mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestProtectDefault(t *testing.T) {
+	t.Parallel()
+	yes, no := true, false
+	for _, tc := range []struct {
+		stack   string
+		protect *bool
+		want    bool
+	}{
+		{"prod", nil, true}, {"prod-acme", nil, true}, {"dev", nil, false}, {"staging", nil, false},
+		{"prod", &no, false}, {"dev", &yes, true},
+	} {
+		if got := (&Config{Protect: tc.protect}).ProtectFor(tc.stack); got != tc.want {
+			t.Errorf("ProtectFor(%s, %v) = %v, want %v", tc.stack, tc.protect, got, tc.want)
+		}
+	}
+}
+
+// Bare metal applied for real: both providers come from kubeconfig config
+// secrets, which stay secret in every input that carries them.
+func TestNatronKubeconfigsStaySecret(t *testing.T) {
+	t.Parallel()
+	c := validNatron()
+	natron := c["natron"].(map[string]any)
+	natron["kubeconfig"] = "workload-" + pulumitest.SecretMarker
+	natron["managementKubeconfig"] = "management-" + pulumitest.SecretMarker
+	cfg := namespaced(encode(t, c))
+	m, err := pulumitest.Run(Program, Namespace, "prod-acme", cfg, []string{Namespace + ":natron"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, r := range m.Resources() {
+		for k, v := range r.Inputs {
+			plain := !v.IsSecret() && strings.Contains(v.String(), pulumitest.SecretMarker)
+			if plain {
+				t.Errorf("%s input %s carries the kubeconfig in plain text", r.Name, k)
+			}
+		}
+		if r.Type == "pulumi:providers:kubernetes" {
+			kc := r.Inputs[resource.PropertyKey("kubeconfig")]
+			if !kc.IsSecret() || kc.SecretValue().Element.StringValue() != r.Name+"-"+pulumitest.SecretMarker {
+				t.Errorf("provider %s kubeconfig = %v, want its own kubeconfig as a secret", r.Name, kc)
+			}
+			found++
+		}
+		if r.Type == "kubernetes:cluster.x-k8s.io/v1beta2:MachineDeployment" && !r.Protect {
+			t.Errorf("%s: a prod stack's machine deployment must be protected", r.Name)
+		}
+	}
+	if found != 2 {
+		t.Fatalf("want workload and management providers, found %d", found)
+	}
+}

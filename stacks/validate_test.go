@@ -1,0 +1,204 @@
+package stacks
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/tests/pulumitest"
+)
+
+func TestValidConfigsLoad(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]map[string]any{"aks": validAKS(), "natron": validNatron()} {
+		cfg, err := Load(encode(t, c))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(cfg.Pools) == 0 || string(cfg.Target) != name {
+			t.Fatalf("%s: decoded %+v", name, cfg)
+		}
+	}
+}
+
+// Every rule of the contract: the message names the key path, and the
+// program registers nothing for an invalid config.
+func TestValidationRules(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		base   func() map[string]any
+		mutate func(c map[string]any)
+		want   string // "<key path>: <message start>"
+	}{
+		// target and blocks
+		{"target missing", validAKS, func(c map[string]any) { delete(c, "target") }, `gpu-node-pools:target: required; allowed values: aks, natron`},
+		{"target unknown", validAKS, func(c map[string]any) { c["target"] = "gke" }, `gpu-node-pools:target: must be one of aks, natron, got "gke"`},
+		{"aks block missing", validAKS, func(c map[string]any) { delete(c, "aks") }, `gpu-node-pools:aks: required when target is aks`},
+		{"aks block empty", validAKS, func(c map[string]any) { c["aks"] = map[string]any{} }, `gpu-node-pools:aks: required when target is aks`},
+		{"natron block missing", validNatron, func(c map[string]any) { delete(c, "natron") }, `gpu-node-pools:natron: required when target is natron`},
+		{"aks block on natron", validNatron, func(c map[string]any) { c["aks"] = validAKS()["aks"] }, `gpu-node-pools:aks: only used when target is aks, got target "natron"`},
+		{"natron block on aks", validAKS, func(c map[string]any) { c["natron"] = validNatron()["natron"] }, `gpu-node-pools:natron: only used when target is natron, got target "aks"`},
+		{"protect not a bool", validAKS, func(c map[string]any) { c["protect"] = "yes" }, `gpu-node-pools:protect: must be true, false or auto, got "yes"`},
+		{"renderDir blank", validAKS, func(c map[string]any) { c["renderDir"] = "  " }, `gpu-node-pools:renderDir: must be a directory path`},
+		// strict decoding
+		{"unknown pool key", validAKS, func(c map[string]any) { pool(c, 0)["maxNode"] = 3 }, `gpu-node-pools:pools[0].maxNode: unknown key (did you mean maxNodes?)`},
+		{"unknown aks key", validAKS, func(c map[string]any) { c["aks"].(map[string]any)["subscription"] = "x" }, `gpu-node-pools:aks.subscription: unknown key`},
+		{"unknown nested natron key", validNatron, func(c map[string]any) { c["natron"].(map[string]any)["image"].(map[string]any)["urll"] = "x" }, `gpu-node-pools:natron.image.urll: unknown key (did you mean url?)`},
+		{"wrong type", validAKS, func(c map[string]any) { pool(c, 1)["minNodes"] = "two" }, `gpu-node-pools:pools[1].minNodes: must be a whole number, got a JSON string`},
+		{"wrong type in labels", validAKS, func(c map[string]any) { pool(c, 0)["labels"] = map[string]any{"team": 3} }, `gpu-node-pools:pools[0].labels.team: must be a string, got a JSON number`},
+		{"pools not a list", validAKS, func(c map[string]any) { c["pools"] = map[string]any{"name": "a"} }, `gpu-node-pools:pools: must be a list of pools, got an object`},
+		{"pools missing", validAKS, func(c map[string]any) { delete(c, "pools") }, `gpu-node-pools:pools: required: at least one pool`},
+		{"pools empty", validAKS, func(c map[string]any) { c["pools"] = []any{} }, `gpu-node-pools:pools: required: at least one pool`},
+		// pool names and SKUs
+		{"name uppercase", validAKS, func(c map[string]any) { pool(c, 0)["name"] = "A100" }, `gpu-node-pools:pools[0].name: must be lowercase letters and digits, start with a letter, at most 12 characters, got "A100"`},
+		{"name starts with digit", validAKS, func(c map[string]any) { pool(c, 0)["name"] = "1gpu" }, `gpu-node-pools:pools[0].name: must be lowercase`},
+		{"name too long", validAKS, func(c map[string]any) { pool(c, 0)["name"] = "abcdefghijklm" }, `gpu-node-pools:pools[0].name: must be lowercase letters and digits, start with a letter, at most 12 characters, got "abcdefghijklm"`},
+		{"name duplicate", validAKS, func(c map[string]any) { pool(c, 1)["name"] = "a100" }, `gpu-node-pools:pools[1].name: must be unique, pools[0] has the same name, got "a100"`},
+		{"sku of the other target", validAKS, func(c map[string]any) { pool(c, 0)["sku"] = "h100-80gb-x8" }, `gpu-node-pools:pools[0].sku: unknown for target aks; known: Standard_NC12s_v3, `},
+		{"sku unknown on natron", validNatron, func(c map[string]any) { pool(c, 0)["sku"] = "h200-x8" }, `gpu-node-pools:pools[0].sku: unknown for target natron; known: a100-40gb-x8, a100-80gb-x4, a100-80gb-x8, h100-80gb-x4, h100-80gb-x8, got "h200-x8"`},
+		// autoscaling bounds
+		{"minNodes negative", validAKS, func(c map[string]any) { pool(c, 0)["minNodes"] = -1 }, `gpu-node-pools:pools[0].minNodes: must be >= 0 (0 scales to zero), got -1`},
+		{"maxNodes below minNodes", validAKS, func(c map[string]any) { pool(c, 1)["minNodes"] = 2; pool(c, 1)["maxNodes"] = 1 }, `gpu-node-pools:pools[1].maxNodes: must be >= minNodes (2), got 1`},
+		{"maxNodes too large", validAKS, func(c map[string]any) { pool(c, 0)["maxNodes"] = 1001 }, `gpu-node-pools:pools[0].maxNodes: must be <= 1000, got 1001`},
+		{"maxNodes missing", validAKS, func(c map[string]any) { delete(pool(c, 0), "maxNodes") }, `gpu-node-pools:pools[0].maxNodes: must be between 1 and 1000, got 0`},
+		// AKS-only keys
+		{"spot on bare metal", validNatron, func(c map[string]any) { pool(c, 0)["spot"] = true }, `gpu-node-pools:pools[0].spot: only on target aks`},
+		{"spotMaxPrice on bare metal", validNatron, func(c map[string]any) { pool(c, 0)["spotMaxPrice"] = 1.5 }, `gpu-node-pools:pools[0].spotMaxPrice: only on target aks, got 1.5`},
+		{"zones on bare metal", validNatron, func(c map[string]any) { pool(c, 0)["zones"] = []any{"1"} }, `gpu-node-pools:pools[0].zones: only on target aks, got ["1"]`},
+		{"osDiskSizeGB on bare metal", validNatron, func(c map[string]any) { pool(c, 0)["osDiskSizeGB"] = 200 }, `gpu-node-pools:pools[0].osDiskSizeGB: only on target aks`},
+		{"spotMaxPrice without spot", validAKS, func(c map[string]any) { pool(c, 0)["spotMaxPrice"] = 0.5 }, `gpu-node-pools:pools[0].spotMaxPrice: only with spot: true, got 0.5`},
+		{"spotMaxPrice zero", validAKS, func(c map[string]any) { pool(c, 1)["spotMaxPrice"] = 0 }, `gpu-node-pools:pools[1].spotMaxPrice: must be -1 (up to the on-demand price) or a price > 0`},
+		{"zone unknown", validAKS, func(c map[string]any) { pool(c, 0)["zones"] = []any{"1", "4"} }, `gpu-node-pools:pools[0].zones[1]: must be one of 1, 2, 3, got "4"`},
+		{"zone repeated", validAKS, func(c map[string]any) { pool(c, 0)["zones"] = []any{"2", "2"} }, `gpu-node-pools:pools[0].zones[1]: must not repeat a zone, got "2"`},
+		{"osDiskSizeGB too small", validAKS, func(c map[string]any) { pool(c, 0)["osDiskSizeGB"] = 16 }, `gpu-node-pools:pools[0].osDiskSizeGB: must be between 30 and 2048, got 16`},
+		// MIG
+		{"MIG on a GPU without MIG", validAKS, func(c map[string]any) { pool(c, 0)["sku"] = "Standard_NC4as_T4_v3"; pool(c, 0)["migProfile"] = "MIG1g" }, `gpu-node-pools:pools[0].migProfile: Standard_NC4as_T4_v3 has NVIDIA Tesla T4 GPUs, which do not support MIG`},
+		{"MIG profile unknown", validAKS, func(c map[string]any) { pool(c, 0)["migProfile"] = "MIG5g" }, `gpu-node-pools:pools[0].migProfile: must be one of MIG1g, MIG2g, MIG3g, MIG4g, MIG7g, got "MIG5g"`},
+		// labels
+		{"label key invalid", validAKS, func(c map[string]any) { pool(c, 0)["labels"] = map[string]any{"bad key": "x"} }, `gpu-node-pools:pools[0].labels.bad key: must be a label key`},
+		{"label prefix invalid", validAKS, func(c map[string]any) { pool(c, 0)["labels"] = map[string]any{"Acme/team": "x"} }, `gpu-node-pools:pools[0].labels.Acme/team: must be a label key`},
+		{"label value invalid", validAKS, func(c map[string]any) { pool(c, 0)["labels"] = map[string]any{"team": "ml ops"} }, `gpu-node-pools:pools[0].labels.team: value must be empty or 1-63`},
+		{"label value too long", validAKS, func(c map[string]any) { pool(c, 0)["labels"] = map[string]any{"team": strings.Repeat("a", 64)} }, `gpu-node-pools:pools[0].labels.team: value must be empty or 1-63`},
+		{"label overrides the GPU label", validAKS, func(c map[string]any) { pool(c, 0)["labels"] = map[string]any{"nvidia.com/gpu.present": "false"} }, `gpu-node-pools:pools[0].labels.nvidia.com/gpu.present: is set by the program or the platform`},
+		{"label overrides the pool label", validNatron, func(c map[string]any) { pool(c, 0)["labels"] = map[string]any{"gpu.natron.cloud/pool": "x"} }, `gpu-node-pools:pools[0].labels.gpu.natron.cloud/pool: is set by the program or the platform`},
+		{"label in AKS's namespace", validAKS, func(c map[string]any) { pool(c, 0)["labels"] = map[string]any{"kubernetes.azure.com/mode": "user"} }, `gpu-node-pools:pools[0].labels.kubernetes.azure.com/mode: is set by the program or the platform`},
+		// aks block
+		{"aks resourceGroup missing", validAKS, func(c map[string]any) { delete(c["aks"].(map[string]any), "resourceGroup") }, `gpu-node-pools:aks.resourceGroup: must be an Azure resource group name`},
+		{"aks clusterName invalid", validAKS, func(c map[string]any) { c["aks"].(map[string]any)["clusterName"] = "-bad" }, `gpu-node-pools:aks.clusterName: must be an AKS cluster name`},
+		// natron block
+		{"site unknown", validNatron, func(c map[string]any) { c["natron"].(map[string]any)["site"] = "mars" }, `gpu-node-pools:natron.site: must be one of natron-cloud, flex-stack, got "mars"`},
+		{"cluster name invalid", validNatron, func(c map[string]any) { c["natron"].(map[string]any)["clusterName"] = "Acme" }, `gpu-node-pools:natron.clusterName: must be a DNS label`},
+		{"namespace missing", validNatron, func(c map[string]any) { delete(c["natron"].(map[string]any), "namespace") }, `gpu-node-pools:natron.namespace: must be a DNS label`},
+		{"kubernetes version invalid", validNatron, func(c map[string]any) { c["natron"].(map[string]any)["kubernetesVersion"] = "1.33" }, `gpu-node-pools:natron.kubernetesVersion: must be a Kubernetes version such as v1.33.4, got "1.33"`},
+		{"image url missing", validNatron, func(c map[string]any) { delete(c["natron"].(map[string]any)["image"].(map[string]any), "url") }, `gpu-node-pools:natron.image.url: must be an http(s) URL`},
+		{"image checksum missing", validNatron, func(c map[string]any) { delete(c["natron"].(map[string]any)["image"].(map[string]any), "checksum") }, `gpu-node-pools:natron.image.checksum: required`},
+		{"image checksumType invalid", validNatron, func(c map[string]any) {
+			c["natron"].(map[string]any)["image"].(map[string]any)["checksumType"] = "sha1"
+		}, `gpu-node-pools:natron.image.checksumType: must be one of md5, sha256, sha512, got "sha1"`},
+		{"image diskFormat invalid", validNatron, func(c map[string]any) { c["natron"].(map[string]any)["image"].(map[string]any)["diskFormat"] = "ext4" }, `gpu-node-pools:natron.image.diskFormat: must be one of raw, qcow2, vdi, vmdk, live-iso, got "ext4"`},
+		{"kubeconfig missing", validNatron, func(c map[string]any) { delete(c["natron"].(map[string]any), "kubeconfig") }, `gpu-node-pools:natron.kubeconfig: required unless renderDir is set`},
+		{"management kubeconfig missing", validNatron, func(c map[string]any) { delete(c["natron"].(map[string]any), "managementKubeconfig") }, `gpu-node-pools:natron.managementKubeconfig: required unless renderDir is set`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := deepCopy(tc.base())
+			tc.mutate(c)
+			raw := encode(t, c)
+
+			_, err := Load(raw)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Load: want *ConfigError, got %v", err)
+			}
+			if !strings.Contains(err.Error(), "\n  "+tc.want) {
+				t.Fatalf("Load error does not contain %q:\n%s", tc.want, err)
+			}
+
+			m, err := pulumitest.Run(Program, Namespace, "test", namespaced(raw), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Program error does not contain %q: %v", tc.want, err)
+			}
+			if rs, calls := m.Resources(), m.Calls(); len(rs) != 0 || len(calls) != 0 {
+				t.Fatalf("invalid config registered %d resources and made %d calls", len(rs), len(calls))
+			}
+		})
+	}
+}
+
+// One run reports every problem, so a platform engineer fixes a stack file
+// in one go.
+func TestAllProblemsAtOnce(t *testing.T) {
+	t.Parallel()
+	c := validAKS()
+	pool(c, 0)["maxNode"] = 3
+	pool(c, 1)["minNodes"] = -2
+	c["aks"].(map[string]any)["clusterName"] = ""
+	c["protect"] = "maybe"
+	_, err := Load(encode(t, c))
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("want *ConfigError, got %v", err)
+	}
+	want := []string{
+		"gpu-node-pools:pools[0].maxNode",
+		"gpu-node-pools:pools[1].minNodes",
+		"gpu-node-pools:aks.clusterName",
+		"gpu-node-pools:protect",
+	}
+	if len(ce.Problems) != len(want) {
+		t.Fatalf("want %d problems, got %d:\n%s", len(want), len(ce.Problems), err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), "\n  "+w+": ") {
+			t.Errorf("missing %s in:\n%s", w, err)
+		}
+	}
+	if !strings.HasPrefix(err.Error(), "invalid stack config (4 problems):") {
+		t.Errorf("summary line: %s", err)
+	}
+}
+
+// Secrets never print, even in a config dumped by mistake.
+func TestSecretsDoNotPrint(t *testing.T) {
+	t.Parallel()
+	cfg, err := Load(encode(t, validNatron()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		strings.Join([]string{cfg.Natron.Kubeconfig.String(), cfg.Natron.ManagementKubeconfig.GoString()}, ""),
+		fmtAll(cfg.Natron),
+	} {
+		if strings.Contains(s, "kind: Config") {
+			t.Fatalf("kubeconfig printed: %s", s)
+		}
+	}
+}
+
+// A key of the namespace that the program does not read reaches it only
+// through the engine's full config (PULUMI_CONFIG): a typo such as
+// gpu-node-pools:pool must still fail before anything is registered.
+// Not parallel: it sets the environment.
+func TestUnknownTopLevelKey(t *testing.T) {
+	c := validAKS()
+	c["pool"] = "x"
+	raw := namespaced(encode(t, c))
+	b, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(pulumi.EnvConfig, string(b))
+	want := `gpu-node-pools:pool: unknown key (did you mean pools?); allowed keys: target, aks, natron, renderDir, protect, pools, got "pool"`
+	m, err := pulumitest.Run(Program, Namespace, "test", raw, nil)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Program error does not contain %q: %v", want, err)
+	}
+	if rs := m.Resources(); len(rs) != 0 {
+		t.Fatalf("invalid config registered %d resources", len(rs))
+	}
+}

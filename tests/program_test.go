@@ -1,0 +1,301 @@
+package tests
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+
+	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/tests/pulumitest"
+)
+
+const (
+	agentPoolType  = "azure-native:containerservice:AgentPool"
+	aksPoolType    = "gpu-node-pools:pools:AKSPool"
+	metalPoolType  = "gpu-node-pools:pools:BareMetalPool"
+	k8sProvider    = "pulumi:providers:kubernetes"
+	mdType         = "kubernetes:cluster.x-k8s.io/v1beta2:MachineDeployment"
+	kctType        = "kubernetes:bootstrap.cluster.x-k8s.io/v1beta2:KubeadmConfigTemplate"
+	m3mtType       = "kubernetes:infrastructure.cluster.x-k8s.io/v1beta2:Metal3MachineTemplate"
+	gpuTaint       = "nvidia.com/gpu=present:NoSchedule"
+	poolLabel      = "gpu.natron.cloud/pool"
+	gpuPresent     = "nvidia.com/gpu.present"
+	minSizeAnnot   = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
+	maxSizeAnnot   = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
+	capacityPrefix = "capacity.cluster-autoscaler.kubernetes.io/"
+)
+
+// poolConfig is a pool as written in the stack file.
+type poolConfig struct {
+	Name         string            `json:"name"`
+	SKU          string            `json:"sku"`
+	MinNodes     int               `json:"minNodes"`
+	MaxNodes     int               `json:"maxNodes"`
+	Spot         bool              `json:"spot"`
+	SpotMaxPrice *float64          `json:"spotMaxPrice"`
+	MIGProfile   string            `json:"migProfile"`
+	Zones        []string          `json:"zones"`
+	OSDiskSizeGB int               `json:"osDiskSizeGB"`
+	Labels       map[string]string `json:"labels"`
+}
+
+// runStack runs the program under mocks on a real stack file.
+func runStack(t *testing.T, stack string) (*pulumitest.Mocks, []poolConfig) {
+	t.Helper()
+	cfg, secrets, err := pulumitest.StackConfig(stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pools []poolConfig
+	if err := json.Unmarshal([]byte(cfg["gpu-node-pools:pools"]), &pools); err != nil || len(pools) == 0 {
+		t.Fatalf("Pulumi.%s.yaml pools: %v", stack, err)
+	}
+	m, err := pulumitest.Run(stacks.Program, "gpu-node-pools", stack, cfg, secrets)
+	if err != nil {
+		t.Fatalf("program on Pulumi.%s.yaml: %v", stack, err)
+	}
+	return m, pools
+}
+
+func names(m *pulumitest.Mocks) []string {
+	var out []string
+	for _, r := range m.Resources() {
+		out = append(out, r.Type+"::"+r.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func str(pm resource.PropertyMap, path ...string) string {
+	v := dig(pm, path...)
+	if v.IsSecret() {
+		v = v.SecretValue().Element
+	}
+	if v.IsString() {
+		return v.StringValue()
+	}
+	return ""
+}
+
+func dig(pm resource.PropertyMap, path ...string) resource.PropertyValue {
+	v := resource.NewObjectProperty(pm)
+	for _, p := range path {
+		if !v.IsObject() {
+			return resource.NewNullProperty()
+		}
+		v = v.ObjectValue()[resource.PropertyKey(p)]
+	}
+	return v
+}
+
+func TestProdStackUnderMocks(t *testing.T) {
+	t.Parallel()
+	m, pools := runStack(t, "prod")
+
+	want := []string{k8sProvider + "::workload"}
+	for _, p := range pools {
+		want = append(want, aksPoolType+"::"+p.Name, agentPoolType+"::"+p.Name+"-agentpool")
+	}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, names(m)); diff != "" {
+		t.Fatalf("resources (-want +got):\n%s", diff)
+	}
+	if len(pools) != 3 {
+		t.Fatalf("prod stack should have 3 pools (on-demand A100, spot H100, ND-series), has %d", len(pools))
+	}
+
+	checked := 0
+	for _, p := range pools {
+		r, _ := m.ByName(agentPoolType, p.Name+"-agentpool")
+		in := r.Inputs
+		t.Run(p.Name, func(t *testing.T) {
+			if got := dig(in, "nodeTaints").Mappable(); !reflect.DeepEqual(got, []any{gpuTaint}) {
+				t.Errorf("nodeTaints = %v, want [%s]", got, gpuTaint)
+			}
+			if !dig(in, "enableAutoScaling").BoolValue() ||
+				dig(in, "minCount").NumberValue() != float64(p.MinNodes) ||
+				dig(in, "maxCount").NumberValue() != float64(p.MaxNodes) {
+				t.Errorf("autoscaling = %v %v..%v, want on %d..%d", dig(in, "enableAutoScaling"), dig(in, "minCount"), dig(in, "maxCount"), p.MinNodes, p.MaxNodes)
+			}
+			if str(in, "mode") != "User" || str(in, "osType") != "Linux" || str(in, "vmSize") != p.SKU ||
+				str(in, "agentPoolName") != p.Name || str(in, "resourceGroupName") != "rg-acme-prod" || str(in, "resourceName") != "aks-acme-prod" {
+				t.Errorf("pool identity: %v", in.Mappable())
+			}
+			if str(in, "nodeLabels", gpuPresent) != "true" || str(in, "nodeLabels", poolLabel) != p.Name {
+				t.Errorf("nodeLabels = %v", dig(in, "nodeLabels").Mappable())
+			}
+			for k, v := range p.Labels {
+				if str(in, "nodeLabels", k) != v {
+					t.Errorf("extra label %s=%s missing", k, v)
+				}
+			}
+			if p.Spot {
+				if str(in, "scaleSetPriority") != "Spot" || str(in, "scaleSetEvictionPolicy") != "Delete" || dig(in, "spotMaxPrice").NumberValue() != *p.SpotMaxPrice {
+					t.Errorf("spot settings: %v %v %v", dig(in, "scaleSetPriority"), dig(in, "scaleSetEvictionPolicy"), dig(in, "spotMaxPrice"))
+				}
+			} else if !dig(in, "scaleSetPriority").IsNull() || !dig(in, "spotMaxPrice").IsNull() {
+				t.Errorf("on-demand pool has spot settings: %v", in.Mappable())
+			}
+			if got := str(in, "gpuInstanceProfile"); got != p.MIGProfile {
+				t.Errorf("gpuInstanceProfile = %q, want %q", got, p.MIGProfile)
+			}
+			wantDisk := p.OSDiskSizeGB
+			if wantDisk == 0 {
+				wantDisk = 256
+			}
+			if dig(in, "osDiskSizeGB").NumberValue() != float64(wantDisk) {
+				t.Errorf("osDiskSizeGB = %v, want %d", dig(in, "osDiskSizeGB"), wantDisk)
+			}
+			if got := dig(in, "availabilityZones").Mappable(); len(p.Zones) > 0 && !reflect.DeepEqual(got, toAny(p.Zones)) {
+				t.Errorf("zones = %v, want %v", got, p.Zones)
+			}
+			if !r.Protect {
+				t.Error("prod pools must be protected")
+			}
+			if !slices.Contains(r.IgnoreChanges, "count") || !r.DeleteBeforeReplace || !slices.Contains(r.ReplaceOnChanges, "vmSize") {
+				t.Errorf("lifecycle: ignore %v, replaceOn %v, deleteBeforeReplace %v", r.IgnoreChanges, r.ReplaceOnChanges, r.DeleteBeforeReplace)
+			}
+			parent, _ := m.ByName(aksPoolType, p.Name)
+			if !strings.HasSuffix(r.Parent, "::"+parent.Name) {
+				t.Errorf("parent = %s, want the %s component", r.Parent, p.Name)
+			}
+			checked++
+		})
+	}
+	if checked != len(pools) {
+		t.Fatalf("checked %d of %d pools", checked, len(pools))
+	}
+
+	// The workload provider's kubeconfig comes from Azure and stays secret.
+	prov, _ := m.ByName(k8sProvider, "workload")
+	kc := dig(prov.Inputs, "kubeconfig")
+	if !kc.IsSecret() || kc.SecretValue().Element.StringValue() != pulumitest.AKSKubeconfig {
+		t.Errorf("workload kubeconfig must be the AKS user kubeconfig as a secret, got %v", kc)
+	}
+	calls := m.Calls()
+	if len(calls) != 1 || calls[0].Args["resourceGroupName"].StringValue() != "rg-acme-prod" || calls[0].Args["resourceName"].StringValue() != "aks-acme-prod" {
+		t.Errorf("credentials lookup: %+v", calls)
+	}
+}
+
+func TestDevStackUnderMocks(t *testing.T) {
+	t.Parallel()
+	m, pools := runStack(t, "dev")
+
+	want := []string{k8sProvider + "::management", k8sProvider + "::workload"}
+	for _, p := range pools {
+		want = append(want, metalPoolType+"::"+p.Name, mdType+"::"+p.Name+"-deployment",
+			kctType+"::"+p.Name+"-bootstrap", m3mtType+"::"+p.Name+"-machines")
+	}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, names(m)); diff != "" {
+		t.Fatalf("resources (-want +got):\n%s", diff)
+	}
+	for name, dir := range map[string]string{"workload": "rendered/workload", "management": "rendered/management"} {
+		prov, _ := m.ByName(k8sProvider, name)
+		if got := str(prov.Inputs, "renderYamlToDirectory"); got != dir {
+			t.Errorf("%s provider renders to %q, want %q", name, got, dir)
+		}
+	}
+	mgmt, _ := m.ByName(k8sProvider, "management")
+
+	checked := 0
+	for _, p := range pools {
+		md, _ := m.ByName(mdType, p.Name+"-deployment")
+		kct, _ := m.ByName(kctType, p.Name+"-bootstrap")
+		m3, _ := m.ByName(m3mtType, p.Name+"-machines")
+		t.Run(p.Name, func(t *testing.T) {
+			ann := func(k string) string { return str(md.Inputs, "metadata", "annotations", k) }
+			if ann(minSizeAnnot) != itoa(p.MinNodes) || ann(maxSizeAnnot) != itoa(p.MaxNodes) {
+				t.Errorf("autoscaler bounds %q..%q, want %d..%d", ann(minSizeAnnot), ann(maxSizeAnnot), p.MinNodes, p.MaxNodes)
+			}
+			if ann(capacityPrefix+"taints") != gpuTaint || ann(capacityPrefix+"gpu-type") != "nvidia.com/gpu" ||
+				!strings.Contains(ann(capacityPrefix+"labels"), poolLabel+"="+p.Name) {
+				t.Errorf("scale-from-zero annotations: %v", dig(md.Inputs, "metadata", "annotations").Mappable())
+			}
+			if !dig(md.Inputs, "spec", "replicas").IsNull() {
+				t.Error("replicas belong to the autoscaler")
+			}
+			if str(md.Inputs, "apiVersion") != "cluster.x-k8s.io/v1beta2" || str(md.Inputs, "metadata", "namespace") != "capi-acme" ||
+				str(md.Inputs, "spec", "clusterName") != "acme" {
+				t.Errorf("machine deployment identity: %v", md.Inputs.Mappable())
+			}
+			if got, want := str(md.Inputs, "spec", "template", "spec", "bootstrap", "configRef", "name"), str(kct.Inputs, "metadata", "name"); got != want || got == "" {
+				t.Errorf("bootstrap ref %q, template %q", got, want)
+			}
+			if got, want := str(md.Inputs, "spec", "template", "spec", "infrastructureRef", "name"), str(m3.Inputs, "metadata", "name"); got != want || got == "" {
+				t.Errorf("infrastructure ref %q, template %q", got, want)
+			}
+			reg := dig(kct.Inputs, "spec", "template", "spec", "joinConfiguration", "nodeRegistration")
+			taints := reg.ObjectValue()["taints"].Mappable()
+			if !reflect.DeepEqual(taints, []any{map[string]any{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}}) {
+				t.Errorf("node registration taints = %v", taints)
+			}
+			args := reg.ObjectValue()["kubeletExtraArgs"].Mappable().([]any)
+			nodeLabels := args[0].(map[string]any)["value"].(string)
+			for _, l := range []string{gpuPresent + "=true", poolLabel + "=" + p.Name} {
+				if !strings.Contains(nodeLabels, l) {
+					t.Errorf("node labels %q lack %s", nodeLabels, l)
+				}
+			}
+			for k, v := range p.Labels {
+				if !strings.Contains(nodeLabels, k+"="+v) {
+					t.Errorf("node labels %q lack %s=%s", nodeLabels, k, v)
+				}
+			}
+			if p.MIGProfile != "" && !strings.Contains(nodeLabels, "nvidia.com/mig.config=all-") {
+				t.Errorf("MIG pool without a MIG layout label: %q", nodeLabels)
+			}
+			if got := str(m3.Inputs, "spec", "template", "spec", "hostSelector", "matchLabels", "gpu.natron.cloud/hardware-profile"); got != p.SKU {
+				t.Errorf("host selector %q, want %q", got, p.SKU)
+			}
+			for _, r := range []pulumitest.Resource{md, kct, m3} {
+				if r.Provider == "" || !strings.HasPrefix(r.Provider, mgmt.Name) && !strings.Contains(r.Provider, "::management::") {
+					t.Errorf("%s uses provider %q, want the management provider", r.Name, r.Provider)
+				}
+				if r.Protect {
+					t.Errorf("%s is protected in dev", r.Name)
+				}
+			}
+			checked++
+		})
+	}
+	if checked != len(pools) {
+		t.Fatalf("checked %d of %d pools", checked, len(pools))
+	}
+}
+
+// A second evaluation of the same config asks for exactly the same inputs:
+// no diff on the next preview from map order or hashing.
+func TestSecondEvaluationIsIdentical(t *testing.T) {
+	t.Parallel()
+	for _, stack := range []string{"dev", "prod"} {
+		first, _ := runStack(t, stack)
+		second, _ := runStack(t, stack)
+		a, b := first.Resources(), second.Resources()
+		if len(a) != len(b) || len(a) == 0 {
+			t.Fatalf("%s: %d vs %d resources", stack, len(a), len(b))
+		}
+		for i := range a {
+			if a[i].Name != b[i].Name || !a[i].Inputs.DeepEquals(b[i].Inputs) {
+				t.Errorf("%s: %s differs between runs:\n%s", stack, a[i].Name, cmp.Diff(a[i].Inputs.Mappable(), b[i].Inputs.Mappable()))
+			}
+		}
+	}
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
