@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Installs the pinned Pulumi toolchain — the CLI and engine, the Go language
+# host and the Kubernetes resource provider — built from their Go modules,
+# into a per-user cache keyed by version. A second run costs nothing.
+#
+# Prints the bin directory on its last line. Release binaries cannot be
+# downloaded on our build machines; the Go module proxy is all this needs.
+# The azure-native and random providers cannot be built from served modules:
+# AKS stacks get them from Pulumi's usual plugin source on a machine with
+# internet access.
+set -euo pipefail
+
+PULUMI_VERSION=v3.274.1
+# The current language host module is not served; sdk v3.62.0 is the newest
+# that still contains it, and it runs today's Go programs fine.
+LANGUAGE_GO_VERSION=v3.62.0
+# Keep in step with github.com/pulumi/pulumi-kubernetes/sdk/v4 in go.mod.
+KUBERNETES_VERSION=4.25.0
+KUBERNETES_PROVIDER_MODULE=v4.0.0-20260115033456-f47bc2d6f199 # the commit tagged v4.25.0
+
+CACHE_ROOT="${GPU_NODE_POOLS_TOOLCHAIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-node-pools/toolchain}"
+BIN="$CACHE_ROOT/pulumi-$PULUMI_VERSION+go-$LANGUAGE_GO_VERSION+kubernetes-$KUBERNETES_VERSION/bin"
+WORK="$CACHE_ROOT/work"
+mkdir -p "$BIN" "$WORK"
+export GOFLAGS="-buildvcs=false -mod=mod" GOTOOLCHAIN=local
+
+log() { echo "toolchain: $*" >&2; }
+
+# wrapper NAME: a fresh directory for a wrapper module.
+wrapper() {
+	local dir="$WORK/$1"
+	rm -rf "$dir" && mkdir -p "$dir"
+	echo "$dir"
+}
+
+build_pulumi() {
+	[ -x "$BIN/pulumi" ] && return
+	log "building pulumi $PULUMI_VERSION (about 20 minutes cold)"
+	local dir; dir=$(wrapper pulumi)
+	cat >"$dir/go.mod" <<MOD
+module gpu-node-pools-toolchain/pulumi
+
+go 1.26.6
+
+require (
+	github.com/pulumi/pulumi/pkg/v3 $PULUMI_VERSION
+	github.com/pulumi/pulumi/sdk/v3 $PULUMI_VERSION
+)
+
+// Copied from upstream's go.mod: replaces in a dependency are ignored.
+replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e
+
+replace golang.org/x/text => golang.org/x/text v0.41.0
+MOD
+	printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"\n' >"$dir/tools.go"
+	(cd "$dir" && go mod tidy >&2 &&
+		go build -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
+			-o "$BIN/pulumi.tmp" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+	mv "$BIN/pulumi.tmp" "$BIN/pulumi"
+}
+
+build_language_go() {
+	[ -x "$BIN/pulumi-language-go" ] && return
+	log "building pulumi-language-go from sdk $LANGUAGE_GO_VERSION"
+	local dir; dir=$(wrapper language-go)
+	cat >"$dir/go.mod" <<MOD
+module gpu-node-pools-toolchain/language-go
+
+go 1.26.6
+
+require github.com/pulumi/pulumi/sdk/v3 $LANGUAGE_GO_VERSION
+
+replace golang.org/x/text => golang.org/x/text v0.3.6
+MOD
+	printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go"\n' >"$dir/tools.go"
+	(cd "$dir" && go mod tidy >&2 &&
+		go build -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$LANGUAGE_GO_VERSION" \
+			-o "$BIN/pulumi-language-go.tmp" github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go)
+	mv "$BIN/pulumi-language-go.tmp" "$BIN/pulumi-language-go"
+}
+
+build_kubernetes() {
+	[ -x "$BIN/pulumi-resource-kubernetes" ] && return
+	log "building pulumi-resource-kubernetes $KUBERNETES_VERSION (about 17 minutes cold)"
+	local dir; dir=$(wrapper kubernetes)
+	cat >"$dir/go.mod" <<MOD
+module gpu-node-pools-toolchain/kubernetes
+
+go 1.26.6
+
+require (
+	github.com/pulumi/pulumi-kubernetes/provider/v4 $KUBERNETES_PROVIDER_MODULE
+	github.com/pulumi/pulumi-kubernetes/sdk/v4 v$KUBERNETES_VERSION
+)
+
+// Upstream points the SDK at ../sdk; use the released SDK of the same commit.
+replace github.com/pulumi/pulumi-kubernetes/sdk/v4 => github.com/pulumi/pulumi-kubernetes/sdk/v4 v$KUBERNETES_VERSION
+MOD
+	local src
+	src=$(cd "$dir" && go mod download -json "github.com/pulumi/pulumi-kubernetes/provider/v4@$KUBERNETES_PROVIDER_MODULE" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	# main.go embeds schema files that upstream generates at release time.
+	for f in main.go generate.go schema.json terraform-mapping.json; do
+		install -m 0644 "$src/cmd/pulumi-resource-kubernetes/$f" "$dir/$f"
+	done
+	(cd "$dir" && go mod tidy >&2 && VERSION=$KUBERNETES_VERSION go run generate.go >&2 &&
+		go build -ldflags "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$KUBERNETES_VERSION" \
+			-o "$BIN/pulumi-resource-kubernetes.tmp" .)
+	mv "$BIN/pulumi-resource-kubernetes.tmp" "$BIN/pulumi-resource-kubernetes"
+}
+
+build_language_go
+build_pulumi
+build_kubernetes
+log "ready in $BIN"
+echo "$BIN"
