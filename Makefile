@@ -4,17 +4,31 @@ FUZZTIME ?= 20s
 # Shared test assets (upstream charts, CRDs, reference data); see README.
 export GPU_NODE_POOLS_SHARED ?= $(abspath $(CURDIR)/../shared)
 
-.PHONY: test vet unit fuzz bench toolchain
+STACK ?= dev
+export STACK
 
-## test: vet, every test, and a bounded fuzz run of config decoding.
-test: vet unit fuzz
+.PHONY: preview test vet lint unit fuzz bench toolchain
+
+## preview: pulumi preview of $(STACK) through the real engine (local file
+## backend in .pulumi-state/); stacks with renderDir are also rendered.
+preview:
+	.ci/preview.sh
+
+
+## test: vet, workflow lint, every test (the real-engine ones too), and a
+## bounded fuzz run of config decoding.
+test: vet lint unit fuzz
 
 vet:
 	go vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+lint:
+	.ci/toolchain/actionlint.sh
+
+# The engine tests need the pinned toolchain: install it (cached) first.
 unit:
-	go test -count=1 ./...
+	GPU_NODE_POOLS_PULUMI_BIN="$$(.ci/toolchain/install.sh | tail -n 1)" go test -count=1 -timeout 45m ./...
 
 fuzz:
 	go test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./stacks

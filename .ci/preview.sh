@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# make preview: preview one stack through the real Pulumi engine, with a local
+# file backend inside the checkout and the passphrase secrets provider; for a
+# stack with renderDir, also `up` it, which writes the manifests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+STACK="${STACK:-dev}"
+if [ ! -f "Pulumi.$STACK.yaml" ]; then
+	echo "no stack file Pulumi.$STACK.yaml; stacks here: $(ls Pulumi.*.yaml | sed 's/Pulumi\.\(.*\)\.yaml/\1/' | tr '\n' ' ')" >&2
+	exit 2
+fi
+
+bin=$(.ci/toolchain/install.sh | tail -n 1)
+export PATH="$bin:$PATH"
+state="$PWD/.pulumi-state"
+mkdir -p "$state/backend"
+export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$state/backend}"
+export PULUMI_HOME="${PULUMI_HOME:-$state/home}"
+# Development default only: real customer stacks use their own passphrase or
+# a KMS secrets provider.
+export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-gpu-node-pools-dev}"
+export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true PULUMI_SKIP_UPDATE_CHECK=true
+
+pulumi stack select --create --secrets-provider passphrase --non-interactive "$STACK"
+pulumi preview --stack "$STACK" --non-interactive --diff
+
+render=$(pulumi config get gpu-node-pools:renderDir --stack "$STACK" 2>/dev/null || true)
+if [ -n "$render" ]; then
+	pulumi up --stack "$STACK" --non-interactive --yes --skip-preview
+	case "$render" in /*) ;; *) render="$PWD/$render" ;; esac
+	echo
+	echo "Rendered manifests of stack $STACK (apply or sync with a GitOps tool):"
+	echo "  $render/workload    objects for the workload cluster"
+	echo "  $render/management  Cluster API objects for the management cluster"
+fi

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs actionlint on the GitHub workflows, building it once from its Go
+# module into the per-user toolchain cache.
+set -euo pipefail
+VERSION=v1.7.12
+CACHE_ROOT="${GPU_NODE_POOLS_TOOLCHAIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-node-pools/toolchain}"
+BIN="$CACHE_ROOT/actionlint-$VERSION/bin"
+if [ ! -x "$BIN/actionlint" ]; then
+	echo "toolchain: building actionlint $VERSION" >&2
+	GOBIN="$BIN" GOFLAGS=-buildvcs=false GOTOOLCHAIN=local go install "github.com/rhysd/actionlint/cmd/actionlint@$VERSION"
+fi
+exec "$BIN/actionlint" -color=false "$@"

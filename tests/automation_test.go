@@ -1,0 +1,152 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+
+	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/tests/pulumitest"
+)
+
+// devConfig is the dev stack file as typed config, rendering into dir.
+func devConfig(t *testing.T, dir string) *stacks.Config {
+	t.Helper()
+	cfg, _, err := pulumitest.StackConfig("dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := map[string]string{}
+	for k, v := range cfg {
+		raw[strings.TrimPrefix(k, stacks.Namespace+":")] = v
+	}
+	c, err := stacks.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.RenderDir = dir
+	return c
+}
+
+func testEngine(t *testing.T, count *atomic.Int64) stacks.Engine {
+	root := pulumitest.PulumiRoot(t)
+	backend := t.TempDir()
+	env := pulumitest.EngineEnv(t, root, "file://"+backend)
+	return stacks.Engine{
+		BackendURL:      "file://" + backend,
+		SecretsProvider: "passphrase",
+		Env:             map[string]string{"PULUMI_CONFIG_PASSPHRASE": env["PULUMI_CONFIG_PASSPHRASE"], "PULUMI_HOME": env["PULUMI_HOME"]},
+		PulumiRoot:      root,
+		WorkDir:         t.TempDir(),
+		OnEvent: func(stack string, e events.EngineEvent) {
+			if stack != "" {
+				count.Add(1)
+			}
+		},
+	}
+}
+
+
+// A fleet preview through the real engine: several customer stacks at once,
+// one of them invalid, which fails alone and before the engine starts.
+func TestAutomationFleetPreview(t *testing.T) {
+	var evs atomic.Int64
+	e := testEngine(t, &evs)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	bad := devConfig(t, t.TempDir())
+	bad.Pools[0].MinNodes, bad.Pools[0].MaxNodes = 3, 1
+	fleet := []stacks.CustomerStack{
+		{Name: "acme", Config: devConfig(t, t.TempDir())},
+		{Name: "globex", Config: bad},
+		{Name: "initech", Config: devConfig(t, t.TempDir())},
+		{Name: "umbrella", Config: devConfig(t, t.TempDir())},
+	}
+	results := stacks.PreviewFleet(ctx, fleet, e, 2)
+	if len(results) != len(fleet) {
+		t.Fatalf("%d results for %d stacks", len(results), len(fleet))
+	}
+	for i, r := range results {
+		if r.Stack != fleet[i].Name {
+			t.Errorf("result %d is for %s, want %s", i, r.Stack, fleet[i].Name)
+		}
+		if r.Stack == "globex" {
+			var ce *stacks.ConfigError
+			if !errors.As(r.Err, &ce) || !strings.Contains(r.Err.Error(), "gpu-node-pools:pools[0].maxNodes: must be >= minNodes (3), got 1") {
+				t.Errorf("globex: want the config error, got %v", r.Err)
+			}
+			continue
+		}
+		if r.Err != nil {
+			t.Errorf("%s failed: %v", r.Stack, r.Err)
+			continue
+		}
+		// stack, 2 providers, and per pool a component and 3 objects
+		if r.Changes["create"] != 11 {
+			t.Errorf("%s: changes %v, want 11 creates", r.Stack, r.Changes)
+		}
+	}
+	if evs.Load() == 0 {
+		t.Error("no engine events reached the caller")
+	}
+}
+
+// One customer stack through its whole life: up, outputs, an unchanged
+// preview, refresh, destroy; and cancellation through the context.
+func TestAutomationStackLifecycle(t *testing.T) {
+	var evs atomic.Int64
+	e := testEngine(t, &evs)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+
+	render := t.TempDir()
+	cfg := devConfig(t, render)
+	cfg.Natron.Kubeconfig = stacks.Secret(pulumitest.SecretMarker + "-kubeconfig")
+	s, err := stacks.OpenStack(ctx, "acme", cfg, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs, changes, err := s.Up(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changes["create"] != 11 || outputs["target"].Value != "natron" || outputs["renderDir"].Value != render {
+		t.Errorf("up: changes %v, outputs %v", changes, outputs)
+	}
+	got, err := s.Outputs(ctx)
+	if err != nil || got["pools"].Value == nil {
+		t.Fatalf("outputs: %v %v", got, err)
+	}
+	preview, err := s.Preview(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for op, n := range preview {
+		if op != "same" && n > 0 {
+			t.Errorf("preview after up: %d %s", n, op)
+		}
+	}
+	if _, err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	backend := strings.TrimPrefix(e.BackendURL, "file://")
+	if hits := pulumitest.FilesContaining(t, pulumitest.SecretMarker, backend, render, filepath.Join(e.WorkDir, "acme")); len(hits) > 0 {
+		t.Errorf("secret marker in plain text in %v", hits)
+	}
+	if _, err := s.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	canceled, stop := context.WithCancel(ctx)
+	stop()
+	if _, err := s.Preview(canceled); err == nil {
+		t.Error("a preview with a canceled context must fail")
+	}
+}

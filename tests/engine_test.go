@@ -1,0 +1,167 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"sigs.k8s.io/yaml"
+
+	"github.com/natron/gpu-node-pools/tests/pulumitest"
+)
+
+// devPassphrase is the documented development passphrase; Pulumi.dev.yaml
+// carries the salt made with it.
+const devPassphrase = "gpu-node-pools-dev"
+
+// The dev stack through the real CLI, Go language host and Kubernetes
+// provider, exactly as `make preview` runs it, in a throwaway backend.
+func TestEngineDevStack(t *testing.T) {
+	root := pulumitest.PulumiRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+
+	dir := pulumitest.CopyProject(t)
+	backend := t.TempDir()
+	env := pulumitest.EngineEnv(t, root, "file://"+backend)
+	env["PULUMI_CONFIG_PASSPHRASE"] = devPassphrase
+	cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := auto.UpsertStackLocalSource(ctx, "dev", dir, auto.Pulumi(cmd), auto.EnvVars(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A known marker in every secret config value: it must never show up
+	// in plain text in the state, the outputs or the rendered files.
+	for _, k := range []string{"natron.kubeconfig", "natron.managementKubeconfig"} {
+		v := auto.ConfigValue{Value: pulumitest.SecretMarker + "-" + k, Secret: true}
+		if err := s.SetConfigWithOptions(ctx, "gpu-node-pools:"+k, v, &auto.ConfigOptions{Path: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var seen []string
+	var mu sync.Mutex
+	evs := make(chan events.EngineEvent)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range evs {
+			if e.ResourcePreEvent != nil {
+				mu.Lock()
+				seen = append(seen, e.ResourcePreEvent.Metadata.Type+"::"+e.ResourcePreEvent.Metadata.URN[strings.LastIndex(e.ResourcePreEvent.Metadata.URN, "::")+2:])
+				mu.Unlock()
+			}
+		}
+	}()
+	pre, err := s.Preview(ctx, optpreview.EventStreams(evs))
+	<-done
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	want := []string{"pulumi:pulumi:Stack::gpu-node-pools-dev", k8sProvider + "::management", k8sProvider + "::workload"}
+	for _, p := range []string{"infer", "train"} {
+		want = append(want, metalPoolType+"::"+p, mdType+"::"+p+"-deployment", kctType+"::"+p+"-bootstrap", m3mtType+"::"+p+"-machines")
+	}
+	sort.Strings(want)
+	sort.Strings(seen)
+	if !slices.Equal(want, seen) {
+		t.Fatalf("preview would touch\n  %v\nwant\n  %v", seen, want)
+	}
+	if pre.ChangeSummary["create"] != len(want) {
+		t.Errorf("preview summary %v, want %d creates", pre.ChangeSummary, len(want))
+	}
+
+	up, err := s.Up(ctx)
+	if err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	checkRendered(t, filepath.Join(dir, "rendered"))
+
+	// Outputs: right values, and nothing secret leaks through them.
+	if up.Outputs["target"].Value != "natron" || up.Outputs["renderDir"].Value != "rendered" || up.Outputs["protect"].Value != false {
+		t.Errorf("outputs: %+v", up.Outputs)
+	}
+	pools, _ := up.Outputs["pools"].Value.(map[string]any)
+	infer, _ := pools["infer"].(map[string]any)
+	train, _ := pools["train"].(map[string]any)
+	if infer["gpusPerNode"] != 8.0 || train["migInstance"] != "3g.40gb" || train["gpuResourcesPerNode"] != 16.0 {
+		t.Errorf("pool facts in outputs: %v", pools)
+	}
+	for k, o := range up.Outputs {
+		if o.Secret {
+			t.Errorf("output %s is secret, but the program exports no secret", k)
+		}
+	}
+	if b, _ := json.Marshal(up.Outputs); strings.Contains(string(b), pulumitest.SecretMarker) {
+		t.Error("a secret marker leaked into the stack outputs")
+	}
+
+	// A second preview changes nothing.
+	again, err := s.Preview(ctx, optpreview.ExpectNoChanges())
+	if err != nil {
+		t.Fatalf("second preview: %v", err)
+	}
+	for op, n := range again.ChangeSummary {
+		if op != "same" && n > 0 {
+			t.Errorf("second preview: %d %s", n, op)
+		}
+	}
+
+	if hits := pulumitest.FilesContaining(t, pulumitest.SecretMarker, backend, filepath.Join(dir, "rendered"), filepath.Join(dir, "Pulumi.dev.yaml")); len(hits) > 0 {
+		t.Errorf("secret marker in plain text in %v", hits)
+	}
+
+	if _, err := s.Destroy(ctx); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+}
+
+// checkRendered reads the manifests the render provider wrote: every pool's
+// Cluster API objects, with the GPU taint and the autoscaler annotations.
+func checkRendered(t *testing.T, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "management", "*", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no rendered management manifests under %s (%v)", dir, err)
+	}
+	kinds := map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal(b, &obj); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		kind, _ := obj["kind"].(string)
+		kinds[kind]++
+		switch kind {
+		case "MachineDeployment":
+			ann := obj["metadata"].(map[string]any)["annotations"].(map[string]any)
+			if ann[minSizeAnnot] != "0" || ann[maxSizeAnnot] == nil || ann[capacityPrefix+"taints"] != gpuTaint {
+				t.Errorf("%s: annotations %v", f, ann)
+			}
+		case "KubeadmConfigTemplate":
+			if !strings.Contains(string(b), "key: nvidia.com/gpu") || !strings.Contains(string(b), "effect: NoSchedule") {
+				t.Errorf("%s lacks the GPU taint:\n%s", f, b)
+			}
+		}
+	}
+	if kinds["MachineDeployment"] != 2 || kinds["KubeadmConfigTemplate"] != 2 || kinds["Metal3MachineTemplate"] != 2 {
+		t.Errorf("rendered kinds %v, want 2 of each per pool", kinds)
+	}
+}

@@ -1,0 +1,110 @@
+package pulumitest
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// ToolchainEnv names the bin directory of the pinned Pulumi toolchain (the
+// last line of .ci/toolchain/install.sh); make test sets it.
+const ToolchainEnv = "GPU_NODE_POOLS_PULUMI_BIN"
+
+// PulumiRoot returns the toolchain root (the directory above bin/), or skips
+// the test saying how to get one. In CI a missing toolchain is a failure.
+func PulumiRoot(t testing.TB) string {
+	t.Helper()
+	bin := os.Getenv(ToolchainEnv)
+	if bin == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set: run the tests through `make test`, which installs the Pulumi toolchain", ToolchainEnv)
+		}
+		t.Skipf("skipping real-engine test: %s is not set; run `make test` (or `make toolchain` and export %s=<its last line>)", ToolchainEnv, ToolchainEnv)
+	}
+	for _, b := range []string{"pulumi", "pulumi-language-go", "pulumi-resource-kubernetes"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			t.Fatalf("toolchain in %s lacks %s: run `make toolchain`", bin, b)
+		}
+	}
+	return filepath.Dir(bin)
+}
+
+// EngineEnv is the environment the engine runs with in tests: the built
+// toolchain first on PATH, nothing downloaded, a private PULUMI_HOME.
+func EngineEnv(t testing.TB, root, backend string) map[string]string {
+	t.Helper()
+	return map[string]string{
+		"PATH":                     filepath.Join(root, "bin") + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PULUMI_BACKEND_URL":       backend,
+		"PULUMI_HOME":              filepath.Join(t.TempDir(), "pulumi-home"),
+		"PULUMI_CONFIG_PASSPHRASE": "engine-test-passphrase",
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
+	}
+}
+
+// CopyProject copies the program (not its tests) into a fresh directory, so
+// an engine test can change its stack files and render into it freely.
+func CopyProject(t testing.TB) string {
+	t.Helper()
+	root := RepoRoot()
+	dst := t.TempDir()
+	for _, f := range []string{"Pulumi.yaml", "Pulumi.dev.yaml", "Pulumi.prod.yaml", "go.mod", "go.sum", "main.go"} {
+		copyFile(t, filepath.Join(root, f), filepath.Join(dst, f))
+	}
+	for _, dir := range []string{"components", "stacks"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			copyFile(t, p, filepath.Join(dst, rel))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+func copyFile(t testing.TB, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FilesContaining lists the files under dirs whose content holds s.
+func FilesContaining(t testing.TB, s string, dirs ...string) []string {
+	t.Helper()
+	var hits []string
+	for _, d := range dirs {
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if strings.Contains(string(b), s) {
+				hits = append(hits, p)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hits
+}
