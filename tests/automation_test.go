@@ -52,7 +52,6 @@ func testEngine(t *testing.T, count *atomic.Int64) stacks.Engine {
 	}
 }
 
-
 // A fleet preview through the real engine: several customer stacks at once,
 // one of them invalid, which fails alone and before the engine starts.
 func TestAutomationFleetPreview(t *testing.T) {
