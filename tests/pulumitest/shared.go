@@ -19,10 +19,18 @@ func SharedDir(t testing.TB) string {
 		dir = filepath.Join(RepoRoot(), "..", "shared")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "crds")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared test assets not found at %s: set %s to a directory with crds/ and charts/", dir, SharedEnv)
-		}
-		t.Skipf("skipping: shared test assets not found at %s; set %s to a directory holding the upstream crds/ and charts/", dir, SharedEnv)
+		missing(t, "shared test assets not found at %s; set %s to a directory holding the upstream crds/ and charts/", dir, SharedEnv)
 	}
 	return dir
+}
+
+// missing skips a test whose prerequisite is absent, saying what to
+// provide; in CI (CI set) the same is a failure, so nothing is silently
+// left untested there.
+func missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf("skipping: "+format, args...)
 }
