@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
@@ -50,9 +51,10 @@ type Engine struct {
 // Stack is one customer stack driven through the Automation API. It runs
 // the very Program that main.go runs.
 type Stack struct {
-	name   string
-	engine Engine
-	stack  auto.Stack
+	name       string
+	engine     Engine
+	stack      auto.Stack
+	renderOnly bool
 }
 
 // OpenStack validates cfg and then creates or selects the stack and writes
@@ -82,7 +84,7 @@ func OpenStack(ctx context.Context, name string, cfg *Config, e Engine) (*Stack,
 	if err := replaceConfig(ctx, s, cm); err != nil {
 		return nil, fmt.Errorf("stack %s: config: %w", name, err)
 	}
-	return &Stack{name: name, engine: e, stack: s}, nil
+	return &Stack{name: name, engine: e, stack: s, renderOnly: cfg.RenderDir != ""}, nil
 }
 
 func (e Engine) workspaceOptions(name string) ([]auto.LocalWorkspaceOption, error) {
@@ -185,9 +187,11 @@ func replaceConfig(ctx context.Context, s auto.Stack, cm auto.ConfigMap) error {
 // Name is the stack's name.
 func (s *Stack) Name() string { return s.name }
 
-// events returns a channel for one operation that forwards to OnEvent; the
-// engine closes it when the operation ends. wait blocks until then.
-func (s *Stack) events() (ch chan events.EngineEvent, wait func()) {
+// events returns a channel for one operation that forwards to OnEvent, and
+// finish, which waits until the engine has closed it. An operation that
+// failed early (a canceled context, say) may never close it: finish then
+// gives up after a short grace instead of blocking the caller.
+func (s *Stack) events() (ch chan events.EngineEvent, finish func(opErr error)) {
 	ch = make(chan events.EngineEvent)
 	done := make(chan struct{})
 	go func() {
@@ -198,8 +202,20 @@ func (s *Stack) events() (ch chan events.EngineEvent, wait func()) {
 			}
 		}
 	}()
-	return ch, func() { <-done }
+	return ch, func(opErr error) {
+		if opErr == nil {
+			<-done
+			return
+		}
+		select {
+		case <-done:
+		case <-time.After(eventsGrace):
+		}
+	}
 }
+
+// eventsGrace is how long a failed operation's last events may take.
+const eventsGrace = 2 * time.Second
 
 func (s *Stack) progress() []io.Writer {
 	if s.engine.Progress == nil {
@@ -210,9 +226,9 @@ func (s *Stack) progress() []io.Writer {
 
 // Preview shows what an up would change, by operation.
 func (s *Stack) Preview(ctx context.Context) (map[apitype.OpType]int, error) {
-	ch, wait := s.events()
+	ch, finish := s.events()
 	res, err := s.stack.Preview(ctx, optpreview.EventStreams(ch), optpreview.ProgressStreams(s.progress()...), optpreview.Diff())
-	wait()
+	finish(err)
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: preview: %w", s.name, err)
 	}
@@ -221,20 +237,27 @@ func (s *Stack) Preview(ctx context.Context) (map[apitype.OpType]int, error) {
 
 // Up applies the stack and returns its outputs.
 func (s *Stack) Up(ctx context.Context) (auto.OutputMap, map[string]int, error) {
-	ch, wait := s.events()
+	ch, finish := s.events()
 	res, err := s.stack.Up(ctx, optup.EventStreams(ch), optup.ProgressStreams(s.progress()...))
-	wait()
+	finish(err)
 	if err != nil {
 		return nil, nil, fmt.Errorf("stack %s: up: %w", s.name, err)
 	}
 	return res.Outputs, changes(res.Summary.ResourceChanges), nil
 }
 
+// ErrRenderOnly is returned by Refresh for a stack with renderDir: its
+// objects exist only as files, so there is no cluster to read them from.
+var ErrRenderOnly = errors.New("the stack renders to files (renderDir): there is no cluster to refresh from")
+
 // Refresh reads the real state of the stack's resources into its state.
 func (s *Stack) Refresh(ctx context.Context) (map[string]int, error) {
-	ch, wait := s.events()
+	if s.renderOnly {
+		return nil, fmt.Errorf("stack %s: refresh: %w", s.name, ErrRenderOnly)
+	}
+	ch, finish := s.events()
 	res, err := s.stack.Refresh(ctx, optrefresh.EventStreams(ch), optrefresh.ProgressStreams(s.progress()...))
-	wait()
+	finish(err)
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: refresh: %w", s.name, err)
 	}
@@ -243,9 +266,9 @@ func (s *Stack) Refresh(ctx context.Context) (map[string]int, error) {
 
 // Destroy deletes every resource of the stack (protected ones refuse).
 func (s *Stack) Destroy(ctx context.Context) (map[string]int, error) {
-	ch, wait := s.events()
+	ch, finish := s.events()
 	res, err := s.stack.Destroy(ctx, optdestroy.EventStreams(ch), optdestroy.ProgressStreams(s.progress()...))
-	wait()
+	finish(err)
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: destroy: %w", s.name, err)
 	}

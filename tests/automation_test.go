@@ -132,8 +132,10 @@ func TestAutomationStackLifecycle(t *testing.T) {
 			t.Errorf("preview after up: %d %s", n, op)
 		}
 	}
-	if _, err := s.Refresh(ctx); err != nil {
-		t.Fatal(err)
+	// Rendered objects exist only as files: refresh says so instead of
+	// failing on an unreachable cluster.
+	if _, err := s.Refresh(ctx); !errors.Is(err, stacks.ErrRenderOnly) {
+		t.Errorf("refresh of a render stack: want ErrRenderOnly, got %v", err)
 	}
 	backend := strings.TrimPrefix(e.BackendURL, "file://")
 	if hits := pulumitest.FilesContaining(t, pulumitest.SecretMarker, backend, render, filepath.Join(e.WorkDir, "acme")); len(hits) > 0 {
