@@ -21,6 +21,12 @@ export PULUMI_HOME="${PULUMI_HOME:-$state/home}"
 # a KMS secrets provider.
 export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-gpu-node-pools-dev}"
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true PULUMI_SKIP_UPDATE_CHECK=true
+# Charts come from local archives when there are some (offline machines,
+# tests); otherwise from the upstream Helm repositories.
+if [ -z "${GPU_NODE_POOLS_CHART_DIR:-}" ] && [ -d "${GPU_NODE_POOLS_SHARED:-../shared}/charts" ]; then
+	export GPU_NODE_POOLS_CHART_DIR="$(cd "${GPU_NODE_POOLS_SHARED:-../shared}/charts" && pwd)"
+	echo "charts from $GPU_NODE_POOLS_CHART_DIR"
+fi
 
 pulumi stack select --create --secrets-provider passphrase --non-interactive "$STACK"
 pulumi preview --stack "$STACK" --non-interactive --diff

@@ -160,6 +160,9 @@ func ConfigMap(cfg *Config) (auto.ConfigMap, error) {
 		errs = append(errs, add("natron", n, n.Kubeconfig != "" || n.ManagementKubeconfig != ""))
 	}
 	errs = append(errs, add("pools", cfg.Pools, false))
+	if b, err := json.Marshal(cfg.Platform); err != nil || string(b) != "{}" {
+		errs = append(errs, add("platform", cfg.Platform, false))
+	}
 	return cm, errors.Join(errs...)
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/platform"
 )
 
 // Namespace is the config namespace, the Pulumi project name.
@@ -29,6 +30,8 @@ type Config struct {
 	// Protect is nil for "auto": on when the stack name starts with "prod".
 	Protect *bool          `json:"protect,omitempty"`
 	Pools   []gpupool.Spec `json:"pools"`
+	// Platform is the GPU platform layer on top of the pools.
+	Platform platform.Spec `json:"platform,omitempty"`
 }
 
 // AKSConfig names the customer's existing AKS cluster.
@@ -77,4 +80,8 @@ func (c *Config) ProtectFor(stack string) bool {
 }
 
 // configKeys are the top-level keys, in documentation order.
-var configKeys = []string{"target", "aks", "natron", "renderDir", "protect", "pools"}
+var configKeys = []string{"target", "aks", "natron", "renderDir", "protect", "pools", "platform"}
+
+// ChartDirEnv is read when platform.chartDir is not set: a local directory
+// of chart archives for offline rendering (tests, these build machines).
+const ChartDirEnv = "GPU_NODE_POOLS_CHART_DIR"

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -18,6 +19,10 @@ import (
 // value as Pulumi hands it to programs: strings as they are, objects and
 // lists as JSON.
 func Load(raw map[string]string) (*Config, error) {
+	return load(raw, os.Getenv)
+}
+
+func load(raw map[string]string, getenv func(string) string) (*Config, error) {
 	var ps problems
 	cfg := &Config{}
 	skip := map[string]bool{} // blocks whose decoding failed: not validated
@@ -56,6 +61,12 @@ func Load(raw map[string]string) (*Config, error) {
 			p := fmt.Sprintf("pools[%d]", i)
 			skip[p] = !decodeStrict(&ps, key(p), string(item), &cfg.Pools[i])
 		}
+	}
+	if v := raw["platform"]; !emptyObject(v) {
+		skip["platform"] = !decodeStrict(&ps, key("platform"), v, &cfg.Platform)
+	}
+	if cfg.Platform.ChartDir == "" {
+		cfg.Platform.ChartDir = getenv(ChartDirEnv)
 	}
 	ps = append(ps, validate(cfg, skip)...)
 	if err := ps.err(); err != nil {
@@ -99,8 +110,8 @@ func checkShape(ps *problems, path string, v any, t reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if v == nil {
-		return // null decodes to the zero value
+	if v == nil || t.Kind() == reflect.Interface {
+		return // null decodes to the zero value; any JSON fits an interface
 	}
 	wrong := func(jsonType string) { ps.add(path, "must be %s, got a JSON %s", typeWord(t), jsonType) }
 	switch x := v.(type) {

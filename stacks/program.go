@@ -11,6 +11,8 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/plain"
+	"github.com/natron/gpu-node-pools/components/platform"
 )
 
 // Program is the whole Pulumi program. main.go and the Automation API both
@@ -28,6 +30,7 @@ func Program(ctx *pulumi.Context) error {
 type Deployment struct {
 	Providers *Providers
 	Pools     []gpupool.Pool
+	Platform  *platform.GPUPlatform
 }
 
 // Deploy registers the pools of a validated config and the stack outputs.
@@ -61,6 +64,12 @@ func Deploy(ctx *pulumi.Context, cfg *Config) (*Deployment, error) {
 		}
 		d.Pools = append(d.Pools, pool)
 	}
+	spec := cfg.Platform.Defaults(cfg.Target == catalog.AKS)
+	gpu, err := platform.NewGPUPlatform(ctx, "gpu", &platform.Args{Spec: spec, Pools: d.Pools, Workload: providers.Workload})
+	if err != nil {
+		return nil, err
+	}
+	d.Platform = gpu
 	outputs, err := StackOutputs(cfg, protect, d.Pools)
 	if err != nil {
 		return nil, err
@@ -85,7 +94,7 @@ func StackOutputs(cfg *Config, protect bool, pools []gpupool.Pool) (pulumi.Map, 
 		if err := json.Unmarshal(b, &m); err != nil {
 			return nil, fmt.Errorf("pool %s facts: %w", p.Name, err)
 		}
-		byName[p.Name] = plainInput(m)
+		byName[p.Name] = plain.Map(m)
 	}
 	return pulumi.Map{
 		"target":    pulumi.String(string(cfg.Target)),
@@ -115,33 +124,4 @@ func rawConfig(ctx *pulumi.Context) map[string]string {
 		}
 	}
 	return raw
-}
-
-// plainInput turns decoded JSON into plain (already known) Pulumi inputs.
-func plainInput(v any) pulumi.Input {
-	switch x := v.(type) {
-	case map[string]any:
-		m := pulumi.Map{}
-		for k, e := range x {
-			if e != nil {
-				m[k] = plainInput(e)
-			}
-		}
-		return m
-	case []any:
-		a := make(pulumi.Array, len(x))
-		for i, e := range x {
-			a[i] = plainInput(e)
-		}
-		return a
-	case float64:
-		if x == float64(int(x)) {
-			return pulumi.Int(int(x))
-		}
-		return pulumi.Float64(x)
-	case bool:
-		return pulumi.Bool(x)
-	default:
-		return pulumi.String(fmt.Sprint(x))
-	}
 }

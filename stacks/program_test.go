@@ -95,3 +95,41 @@ func TestNatronKubeconfigsStaySecret(t *testing.T) {
 		t.Fatalf("want workload and management providers, found %d", found)
 	}
 }
+
+// The Automation API writes every block of a typed config, so an inline
+// stack sees exactly what a stack file would give it.
+func TestConfigMapRoundTrip(t *testing.T) {
+	t.Parallel()
+	c := validNatron()
+	c["platform"] = map[string]any{"chartDir": "/", "alerts": map[string]any{"idleFor": "1h"}}
+	c["renderDir"] = "out"
+	c["protect"] = true
+	raw := encode(t, c)
+	cfg, err := load(raw, func(string) string { return "" })
+	if err == nil {
+		t.Fatal("chartDir / has no charts: want an error")
+	}
+	delete(c["platform"].(map[string]any), "chartDir")
+	cfg, err = Load(encode(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := ConfigMap(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := map[string]string{}
+	for k, v := range cm {
+		back[strings.TrimPrefix(k, Namespace+":")] = v.Value
+	}
+	again, err := Load(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cfg, again); diff != "" {
+		t.Errorf("config changed through ConfigMap (-before +after):\n%s", diff)
+	}
+	if !cm[Namespace+":natron"].Secret || cm[Namespace+":pools"].Secret {
+		t.Errorf("only the block holding kubeconfigs is secret: %+v", cm)
+	}
+}

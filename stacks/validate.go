@@ -69,6 +69,9 @@ func validate(cfg *Config, skip map[string]bool) []Problem {
 	if cfg.RenderDir != "" && strings.TrimSpace(cfg.RenderDir) == "" {
 		ps.add(key("renderDir"), "must be a directory path, got %q", cfg.RenderDir)
 	}
+	if !skip["platform"] {
+		validatePlatform(&ps, cfg)
+	}
 	if skip["pools"] {
 		return ps
 	}
@@ -166,7 +169,18 @@ func validatePool(ps *problems, path string, target catalog.Target, s gpupool.Sp
 		}
 	}
 	validateLabels(ps, path+".labels", s.Labels)
+	switch {
+	case s.TimeSlicing == 0:
+	case s.TimeSlicing < 2 || s.TimeSlicing > maxTimeSlicing:
+		ps.add(path+".timeSlicing", "must be 0 (no sharing) or 2-%d pods per GPU, got %d", maxTimeSlicing, s.TimeSlicing)
+	case s.MIGProfile != "":
+		ps.add(path+".timeSlicing", "use either migProfile (hard partitions) or timeSlicing (shared GPUs), not both; got timeSlicing %d with %s", s.TimeSlicing, s.MIGProfile)
+	}
 }
+
+// maxTimeSlicing bounds GPU sharing: beyond this, context switching eats
+// the GPU and per-pod memory is too small to be useful.
+const maxTimeSlicing = 48
 
 // validatePlacement checks the keys that only make sense on AKS.
 func validatePlacement(ps *problems, path string, target catalog.Target, s gpupool.Spec) {

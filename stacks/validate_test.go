@@ -86,6 +86,41 @@ func TestValidationRules(t *testing.T) {
 		{"label overrides the GPU label", validAKS, func(c map[string]any) { pool(c, 0)["labels"] = map[string]any{"nvidia.com/gpu.present": "false"} }, `gpu-node-pools:pools[0].labels.nvidia.com/gpu.present: is set by the program or the platform`},
 		{"label overrides the pool label", validNatron, func(c map[string]any) { pool(c, 0)["labels"] = map[string]any{"gpu.natron.cloud/pool": "x"} }, `gpu-node-pools:pools[0].labels.gpu.natron.cloud/pool: is set by the program or the platform`},
 		{"label in AKS's namespace", validAKS, func(c map[string]any) { pool(c, 0)["labels"] = map[string]any{"kubernetes.azure.com/mode": "user"} }, `gpu-node-pools:pools[0].labels.kubernetes.azure.com/mode: is set by the program or the platform`},
+		// GPU sharing
+		{"timeSlicing of one", validAKS, func(c map[string]any) { pool(c, 0)["timeSlicing"] = 1 }, `gpu-node-pools:pools[0].timeSlicing: must be 0 (no sharing) or 2-48 pods per GPU, got 1`},
+		{"timeSlicing with MIG", validAKS, func(c map[string]any) { pool(c, 0)["timeSlicing"] = 4; pool(c, 0)["migProfile"] = "MIG1g" }, `gpu-node-pools:pools[0].timeSlicing: use either migProfile (hard partitions) or timeSlicing (shared GPUs), not both`},
+		// platform block
+		{"platform unknown key", validAKS, func(c map[string]any) { c["platform"] = map[string]any{"gpuStak": "x"} }, `gpu-node-pools:platform.gpuStak: unknown key (did you mean gpuStack?)`},
+		{"gpu stack unknown", validAKS, func(c map[string]any) { c["platform"] = map[string]any{"gpuStack": "cuda"} }, `gpu-node-pools:platform.gpuStack: must be one of device-plugin, gpu-operator, got "cuda"`},
+		{"gpu operator on AKS", validAKS, func(c map[string]any) { c["platform"] = map[string]any{"gpuStack": "gpu-operator"} }, `gpu-node-pools:platform.gpuStack: AKS node images ship the NVIDIA driver: use device-plugin on target aks`},
+		{"platform namespace invalid", validNatron, func(c map[string]any) { c["platform"] = map[string]any{"namespace": "GPU"} }, `gpu-node-pools:platform.namespace: must be a DNS label, got "GPU"`},
+		{"chart version invalid", validAKS, func(c map[string]any) {
+			c["platform"] = map[string]any{"charts": map[string]any{"dcgmExporter": map[string]any{"version": "latest"}}}
+		}, `gpu-node-pools:platform.charts.dcgmExporter.version: must be a chart version such as 0.20.0, got "latest"`},
+		{"chart repo not https", validAKS, func(c map[string]any) {
+			c["platform"] = map[string]any{"charts": map[string]any{"devicePlugin": map[string]any{"repo": "http://charts.example"}}}
+		}, `gpu-node-pools:platform.charts.devicePlugin.repo: must be an https:// or oci:// Helm repository`},
+		{"chart dir missing", validNatron, func(c map[string]any) { c["platform"] = map[string]any{"chartDir": "/nonexistent/charts"} }, `gpu-node-pools:platform.chartDir: must be a directory of chart archives (or set GPU_NODE_POOLS_CHART_DIR), got "/nonexistent/charts"`},
+		{"chart dir without the chart", validNatron, func(c map[string]any) { c["platform"] = map[string]any{"chartDir": "/"} }, `gpu-node-pools:platform.chartDir: has no gpu-operator-v26.7.0.tgz`},
+		{"scrape interval invalid", validAKS, func(c map[string]any) {
+			c["platform"] = map[string]any{"monitoring": map[string]any{"scrapeInterval": "15 seconds"}}
+		}, `gpu-node-pools:platform.monitoring.scrapeInterval: must be a Prometheus duration such as 15s`},
+		{"service monitor label invalid", validAKS, func(c map[string]any) {
+			c["platform"] = map[string]any{"monitoring": map[string]any{"serviceMonitorLabels": map[string]any{"release": "kube prometheus"}}}
+		}, `gpu-node-pools:platform.monitoring.serviceMonitorLabels.release: value must be empty or 1-63`},
+		{"alert duration invalid", validAKS, func(c map[string]any) {
+			c["platform"] = map[string]any{"alerts": map[string]any{"idleFor": "half an hour"}}
+		}, `gpu-node-pools:platform.alerts.idleFor: must be a Prometheus duration such as 30m, got "half an hour"`},
+		{"alert percent out of range", validAKS, func(c map[string]any) {
+			c["platform"] = map[string]any{"alerts": map[string]any{"memoryUsedPercent": 120}}
+		}, `gpu-node-pools:platform.alerts.memoryUsedPercent: must be a percentage between 0 and 100, got 120`},
+		{"alert temperature out of range", validAKS, func(c map[string]any) {
+			c["platform"] = map[string]any{"alerts": map[string]any{"temperatureCelsius": 200}}
+		}, `gpu-node-pools:platform.alerts.temperatureCelsius: must be between 40 and 110 °C, got 200`},
+		{"alert latency negative", validAKS, func(c map[string]any) {
+			c["platform"] = map[string]any{"alerts": map[string]any{"latencyP99Seconds": -1}}
+		}, `gpu-node-pools:platform.alerts.latencyP99Seconds: must be > 0 seconds, got -1`},
+		{"extra values not an object", validAKS, func(c map[string]any) { c["platform"] = map[string]any{"values": map[string]any{"devicePlugin": "x"}} }, `gpu-node-pools:platform.values.devicePlugin: must be an object, got a JSON string "x"`},
 		// aks block
 		{"aks resourceGroup missing", validAKS, func(c map[string]any) { delete(c["aks"].(map[string]any), "resourceGroup") }, `gpu-node-pools:aks.resourceGroup: must be an Azure resource group name`},
 		{"aks clusterName invalid", validAKS, func(c map[string]any) { c["aks"].(map[string]any)["clusterName"] = "-bad" }, `gpu-node-pools:aks.clusterName: must be an AKS cluster name`},
@@ -193,7 +228,7 @@ func TestUnknownTopLevelKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(pulumi.EnvConfig, string(b))
-	want := `gpu-node-pools:pool: unknown key (did you mean pools?); allowed keys: target, aks, natron, renderDir, protect, pools, got "pool"`
+	want := `gpu-node-pools:pool: unknown key (did you mean pools?); allowed keys: target, aks, natron, renderDir, protect, pools, platform, got "pool"`
 	m, err := pulumitest.Run(Program, Namespace, "test", raw, nil)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Program error does not contain %q: %v", want, err)

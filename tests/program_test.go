@@ -29,7 +29,27 @@ const (
 	minSizeAnnot   = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
 	maxSizeAnnot   = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
 	capacityPrefix = "capacity.cluster-autoscaler.kubernetes.io/"
+	platformType   = "gpu-node-pools:platform:GPUPlatform"
+	chartType      = "kubernetes:helm.sh/v4:Chart"
+	namespaceType  = "kubernetes:core/v1:Namespace"
+	configMapType  = "kubernetes:core/v1:ConfigMap"
+	ruleType       = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 )
+
+// platformResources are the platform layer's resources for a GPU stack.
+func platformResources(charts ...string) []string {
+	out := []string{
+		platformType + "::gpu",
+		namespaceType + "::gpu-namespace",
+		ruleType + "::gpu-alerts",
+		configMapType + "::gpu-dashboard-gnp-gpu-fleet",
+		configMapType + "::gpu-dashboard-gnp-model-serving",
+	}
+	for _, c := range charts {
+		out = append(out, chartType+"::gpu-"+c)
+	}
+	return out
+}
 
 // poolConfig is a pool as written in the stack file.
 type poolConfig struct {
@@ -98,7 +118,7 @@ func TestProdStackUnderMocks(t *testing.T) {
 	t.Parallel()
 	m, pools := runStack(t, "prod")
 
-	want := []string{k8sProvider + "::workload"}
+	want := append([]string{k8sProvider + "::workload"}, platformResources("nvidia-device-plugin", "dcgm-exporter")...)
 	for _, p := range pools {
 		want = append(want, aksPoolType+"::"+p.Name, agentPoolType+"::"+p.Name+"-agentpool")
 	}
@@ -188,7 +208,7 @@ func TestDevStackUnderMocks(t *testing.T) {
 	t.Parallel()
 	m, pools := runStack(t, "dev")
 
-	want := []string{k8sProvider + "::management", k8sProvider + "::workload"}
+	want := append([]string{k8sProvider + "::management", k8sProvider + "::workload"}, platformResources("gpu-operator")...)
 	for _, p := range pools {
 		want = append(want, metalPoolType+"::"+p.Name, mdType+"::"+p.Name+"-deployment",
 			kctType+"::"+p.Name+"-bootstrap", m3mtType+"::"+p.Name+"-machines")

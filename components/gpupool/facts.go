@@ -34,10 +34,12 @@ type Pool struct {
 	// the single MIG strategy (physical GPUs times instances per GPU).
 	GPUResourcesPerNode int `json:"gpuResourcesPerNode"`
 	// MemoryPerGPUResourceGB is the memory behind one nvidia.com/gpu.
-	MemoryPerGPUResourceGB int  `json:"memoryPerGpuResourceGB"`
-	MinNodes               int  `json:"minNodes"`
-	MaxNodes               int  `json:"maxNodes"`
-	Spot                   bool `json:"spot"`
+	MemoryPerGPUResourceGB int `json:"memoryPerGpuResourceGB"`
+	// TimeSlicing is how many pods share one GPU (0: not shared).
+	TimeSlicing int  `json:"timeSlicing,omitempty"`
+	MinNodes    int  `json:"minNodes"`
+	MaxNodes    int  `json:"maxNodes"`
+	Spot        bool `json:"spot"`
 	// NodeSelector lands a pod on this pool and no other.
 	NodeSelector map[string]string `json:"nodeSelector"`
 	// Tolerations are what a pod needs to run here.
@@ -73,6 +75,10 @@ func NewFacts(spec Spec, sku catalog.SKU) Pool {
 		p.GPUResourcesPerNode = sku.GPUs * slice.PerGPU
 		p.MemoryPerGPUResourceGB = slice.MemoryGB
 	}
+	if spec.TimeSlicing > 1 {
+		p.TimeSlicing = spec.TimeSlicing
+		p.GPUResourcesPerNode *= spec.TimeSlicing
+	}
 	if spec.Spot {
 		p.Tolerations = append(p.Tolerations, SpotToleration)
 	}
@@ -89,6 +95,9 @@ func NodeLabels(spec Spec, sku catalog.SKU) map[string]string {
 	l[LabelGPUCount] = strconv.Itoa(sku.GPUs)
 	l[LabelSKU] = sku.Name
 	l[LabelGPUPresent] = "true"
+	if spec.TimeSlicing > 1 {
+		l[LabelDevicePluginConfig] = spec.Name
+	}
 	if sku.Target == catalog.Natron {
 		l[LabelAccelerator] = sku.GPU.Label
 		if slice, ok := sku.GPU.Slice(spec.MIGProfile); ok {

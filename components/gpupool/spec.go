@@ -22,6 +22,8 @@ type Spec struct {
 	Zones        []string           `json:"zones,omitempty"`
 	OSDiskSizeGB int                `json:"osDiskSizeGB,omitempty"`
 	Labels       map[string]string  `json:"labels,omitempty"`
+	// TimeSlicing shares each GPU between this many pods (0: no sharing).
+	TimeSlicing int `json:"timeSlicing,omitempty"`
 }
 
 // DefaultOSDiskSizeGB fits the OS plus a few multi-GB inference images
@@ -43,6 +45,9 @@ const (
 	// LabelMIGConfig asks the GPU operator's MIG manager for a layout
 	// (bare metal; AKS partitions through the agent pool's profile instead).
 	LabelMIGConfig = "nvidia.com/mig.config"
+	// LabelDevicePluginConfig picks the node's entry in the device plugin's
+	// config map (time-slicing pools get their own).
+	LabelDevicePluginConfig = "nvidia.com/device-plugin.config"
 	// LabelAccelerator is set at kubelet start so the Cluster API autoscaler
 	// does not scale out again while the device plugin starts.
 	LabelAccelerator = "cluster-api/accelerator"

@@ -39,6 +39,8 @@ func EngineEnv(t testing.TB, root, backend string) map[string]string {
 		"PULUMI_CONFIG_PASSPHRASE": "engine-test-passphrase",
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
+		// Charts from the shared archives: the engine tests run offline.
+		"GPU_NODE_POOLS_CHART_DIR": filepath.Join(SharedDir(t), "charts"),
 	}
 }
 

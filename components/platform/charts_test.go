@@ -1,0 +1,255 @@
+package platform_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/tests/pulumitest"
+)
+
+// stackLayer is the defaulted platform spec and pool facts of a real stack.
+func stackLayer(t *testing.T, stack string) (platform.Spec, []gpupool.Pool) {
+	t.Helper()
+	raw, _, err := pulumitest.StackConfig(stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := map[string]string{}
+	for k, v := range raw {
+		short[strings.TrimPrefix(k, "gpu-node-pools:")] = v
+	}
+	cfg, err := stacks.Load(short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pools []gpupool.Pool
+	for _, s := range cfg.Pools {
+		sku, _ := catalog.Lookup(cfg.Target, s.SKU)
+		pools = append(pools, gpupool.NewFacts(s, sku))
+	}
+	return cfg.Platform.Defaults(cfg.Target == catalog.AKS), pools
+}
+
+// render renders a real upstream chart archive offline with the values the
+// program produces, as `helm template` would, and returns its objects.
+func render(t *testing.T, release platform.Release) []map[string]any {
+	t.Helper()
+	shared := pulumitest.SharedDir(t)
+	s := platform.Spec{ChartDir: filepath.Join(shared, "charts")}
+	chrt, err := loader.Load(s.Source(release.Name, chartOf(release)).Chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = release.Name, "gpu-platform"
+	inst.KubeVersion, _ = chartutil.ParseKubeVersion("v1.33.0")
+	inst.APIVersions = chartutil.VersionSet{"monitoring.coreos.com/v1"}
+	rel, err := inst.Run(chrt, release.Values)
+	if err != nil {
+		t.Fatalf("render %s: %v", release.Name, err)
+	}
+	var objs []map[string]any
+	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
+		var o map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("%s: %v", release.Name, err)
+		}
+		if o != nil {
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
+
+// chartOf is the pinned version of a release's chart.
+func chartOf(r platform.Release) platform.Chart {
+	d := platform.Spec{}.Defaults(false).Charts
+	return map[string]platform.Chart{
+		"nvidia-device-plugin": d.DevicePlugin, "dcgm-exporter": d.DCGMExporter, "gpu-operator": d.GPUOperator,
+	}[r.Name]
+}
+
+func releaseOf(t *testing.T, rs []platform.Release, name string) platform.Release {
+	t.Helper()
+	for _, r := range rs {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no release %s in %v", name, rs)
+	return platform.Release{}
+}
+
+func get(o any, path ...string) any {
+	for _, p := range path {
+		m, ok := o.(map[string]any)
+		if !ok {
+			return nil
+		}
+		o = m[p]
+	}
+	return o
+}
+
+func ofKind(objs []map[string]any, kind string) []map[string]any {
+	var out []map[string]any
+	for _, o := range objs {
+		if o["kind"] == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func hasToleration(tols any, key, operator, value, effect string) bool {
+	list, _ := tols.([]any)
+	for _, x := range list {
+		m, _ := x.(map[string]any)
+		if m["key"] == key && m["operator"] == operator && (value == "" || m["value"] == value) && m["effect"] == effect {
+			return true
+		}
+	}
+	return false
+}
+
+// checkGPUDaemonSet asserts the GPU placement rules on a rendered DaemonSet.
+func checkGPUDaemonSet(t *testing.T, ds map[string]any, spot bool, mainContainer string) {
+	t.Helper()
+	name := get(ds, "metadata", "name")
+	pod := get(ds, "spec", "template", "spec")
+	tols := get(pod, "tolerations")
+	if !hasToleration(tols, "nvidia.com/gpu", "Exists", "", "NoSchedule") {
+		t.Errorf("%s: no GPU toleration in %v", name, tols)
+	}
+	if spot != hasToleration(tols, "kubernetes.azure.com/scalesetpriority", "Equal", "spot", "NoSchedule") {
+		t.Errorf("%s: spot toleration present = %v, want %v", name, !spot, spot)
+	}
+	if get(pod, "nodeSelector", "nvidia.com/gpu.present") != "true" {
+		t.Errorf("%s: nodeSelector %v", name, get(pod, "nodeSelector"))
+	}
+	found := false
+	for _, c := range get(pod, "containers").([]any) {
+		if get(c, "name") != mainContainer {
+			continue
+		}
+		found = true
+		for _, p := range [][]string{{"requests", "cpu"}, {"requests", "memory"}, {"limits", "cpu"}, {"limits", "memory"}} {
+			if get(c, append([]string{"resources"}, p...)...) == nil {
+				t.Errorf("%s/%s: no resources.%s", name, mainContainer, strings.Join(p, "."))
+			}
+		}
+	}
+	if !found {
+		t.Errorf("%s: no container %s", name, mainContainer)
+	}
+}
+
+func TestDevicePluginChartOnProd(t *testing.T) {
+	t.Parallel()
+	spec, pools := stackLayer(t, "prod")
+	objs := render(t, releaseOf(t, platform.Releases(spec, pools), "nvidia-device-plugin"))
+	dss := ofKind(objs, "DaemonSet")
+	if len(dss) == 0 {
+		t.Fatal("no DaemonSet rendered")
+	}
+	// The chart gives .Values.resources to its main containers only; the
+	// config-manager sidecars have none in 0.20.0 and no value to set it.
+	main := map[string]string{
+		"nvidia-device-plugin":                    "nvidia-device-plugin-ctr",
+		"nvidia-device-plugin-mps-control-daemon": "mps-control-daemon-ctr",
+	}
+	for _, ds := range dss {
+		name, _ := get(ds, "metadata", "name").(string)
+		if main[name] == "" {
+			t.Errorf("unexpected DaemonSet %s", name)
+			continue
+		}
+		checkGPUDaemonSet(t, ds, true, main[name])
+	}
+	cms := ofKind(objs, "ConfigMap")
+	if len(cms) != 1 || !strings.Contains(get(cms[0], "data", "default").(string), "migStrategy: single") {
+		t.Errorf("device plugin config map: %v", cms)
+	}
+}
+
+func TestDCGMExporterChartOnProd(t *testing.T) {
+	t.Parallel()
+	spec, pools := stackLayer(t, "prod")
+	objs := render(t, releaseOf(t, platform.Releases(spec, pools), "dcgm-exporter"))
+	dss := ofKind(objs, "DaemonSet")
+	if len(dss) != 1 {
+		t.Fatalf("want 1 DaemonSet, got %d", len(dss))
+	}
+	checkGPUDaemonSet(t, dss[0], true, "exporter")
+	sms := ofKind(objs, "ServiceMonitor")
+	if len(sms) != 1 {
+		t.Fatalf("want 1 ServiceMonitor, got %d", len(sms))
+	}
+	sm := sms[0]
+	ep := get(sm, "spec", "endpoints").([]any)[0]
+	if get(sm, "metadata", "labels", "release") != "kube-prometheus-stack" || get(ep, "interval") != "15s" {
+		t.Errorf("ServiceMonitor labels %v, interval %v", get(sm, "metadata", "labels"), get(ep, "interval"))
+	}
+	if rl := get(ep, "relabelings"); !strings.Contains(toJSON(rl), `"targetLabel":"node"`) {
+		t.Errorf("ServiceMonitor relabelings %v lack the node label", rl)
+	}
+}
+
+func TestGPUOperatorChartOnDev(t *testing.T) {
+	t.Parallel()
+	spec, pools := stackLayer(t, "dev")
+	if spec.GPUStack != platform.GPUOperator {
+		t.Fatalf("bare metal defaults to the GPU operator, got %s", spec.GPUStack)
+	}
+	objs := render(t, releaseOf(t, platform.Releases(spec, pools), "gpu-operator"))
+	cps := ofKind(objs, "ClusterPolicy")
+	if len(cps) != 1 {
+		t.Fatalf("want 1 ClusterPolicy, got %d", len(cps))
+	}
+	cp := get(cps[0], "spec")
+	if !hasToleration(get(cp, "daemonsets", "tolerations"), "nvidia.com/gpu", "Exists", "", "NoSchedule") {
+		t.Errorf("operand tolerations: %v", get(cp, "daemonsets", "tolerations"))
+	}
+	if get(cp, "mig", "strategy") != "single" || get(cp, "migManager", "enabled") != true {
+		t.Errorf("MIG: %v, manager %v", get(cp, "mig"), get(cp, "migManager", "enabled"))
+	}
+	if get(cp, "driver", "enabled") != true || get(cp, "toolkit", "enabled") != true {
+		t.Errorf("driver %v, toolkit %v", get(cp, "driver", "enabled"), get(cp, "toolkit", "enabled"))
+	}
+	if get(cp, "dcgmExporter", "serviceMonitor", "additionalLabels", "release") != "kube-prometheus-stack" || get(cp, "dcgmExporter", "serviceMonitor", "interval") != "15s" {
+		t.Errorf("DCGM ServiceMonitor: %v", get(cp, "dcgmExporter", "serviceMonitor"))
+	}
+	if get(cp, "devicePlugin", "config", "name") != platform.DevicePluginConfigMap || get(cp, "devicePlugin", "config", "default") != "default" {
+		t.Errorf("device plugin config: %v", get(cp, "devicePlugin", "config"))
+	}
+	var cfgMap map[string]any
+	for _, cm := range ofKind(objs, "ConfigMap") {
+		if get(cm, "metadata", "name") == platform.DevicePluginConfigMap {
+			cfgMap = cm
+		}
+	}
+	if cfgMap == nil || !strings.Contains(get(cfgMap, "data", "notebook").(string), "replicas: 4") {
+		t.Errorf("time-slicing config map: %v", cfgMap)
+	}
+	if len(ofKind(objs, "Deployment")) == 0 {
+		t.Error("no operator Deployment rendered")
+	}
+	for _, o := range objs {
+		if strings.Contains(toJSON(get(o, "metadata", "labels")), "node-feature-discovery") {
+			t.Errorf("node-feature-discovery rendered (%v %v): our pools label GPU nodes themselves", o["kind"], get(o, "metadata", "name"))
+			break
+		}
+	}
+}

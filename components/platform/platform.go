@@ -1,0 +1,154 @@
+package platform
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/plain"
+)
+
+// GPUPlatformType is the component's type token.
+const GPUPlatformType = "gpu-node-pools:platform:GPUPlatform"
+
+// Args configures the platform layer.
+type Args struct {
+	// Spec must be validated and defaulted (Spec.Defaults).
+	Spec Spec
+	// Pools are the facts of every GPU pool of the stack.
+	Pools []gpupool.Pool
+	// Workload is the provider of the cluster the GPUs join.
+	Workload *kubernetes.Provider
+}
+
+// GPUPlatform is the GPU plumbing, alerts and dashboards of a cluster.
+type GPUPlatform struct {
+	pulumi.ResourceState
+
+	// Namespace holds the GPU DaemonSets.
+	Namespace pulumi.StringOutput
+	// Releases are the Helm releases installed, by chart name.
+	Releases []string
+}
+
+// ChartSource is where Helm finds one chart: a local archive in chartDir,
+// or the chart name with its pinned version and repository.
+type ChartSource struct {
+	Chart, Version, Repo string
+}
+
+// Source resolves a chart by name for a spec.
+func (s Spec) Source(name string, c Chart) ChartSource {
+	if s.ChartDir != "" {
+		return ChartSource{Chart: filepath.Join(s.ChartDir, name+"-"+c.Version+".tgz")}
+	}
+	return ChartSource{Chart: name, Version: c.Version, Repo: c.Repo}
+}
+
+// Release is one Helm release of the layer with its values.
+type Release struct {
+	Name   string
+	Source ChartSource
+	Values map[string]any
+}
+
+// Releases are the Helm releases for a defaulted spec: device plugin and
+// DCGM exporter, or the GPU operator alone (it brings both).
+func Releases(s Spec, pools []gpupool.Pool) []Release {
+	if s.GPUStack == GPUOperator {
+		return []Release{{Name: "gpu-operator", Source: s.Source("gpu-operator", s.Charts.GPUOperator), Values: GPUOperatorValues(s, pools)}}
+	}
+	return []Release{
+		{Name: "nvidia-device-plugin", Source: s.Source("nvidia-device-plugin", s.Charts.DevicePlugin), Values: DevicePluginValues(s, pools)},
+		{Name: "dcgm-exporter", Source: s.Source("dcgm-exporter", s.Charts.DCGMExporter), Values: DCGMExporterValues(s, pools)},
+	}
+}
+
+// NamespaceLabels carry the Pod Security level the GPU DaemonSets need:
+// they mount host paths and, with the operator, run privileged.
+func NamespaceLabels() map[string]string {
+	return map[string]string{
+		"pod-security.kubernetes.io/enforce": "privileged",
+		"pod-security.kubernetes.io/audit":   "privileged",
+		"pod-security.kubernetes.io/warn":    "privileged",
+		"app.kubernetes.io/managed-by":       gpupool.ManagedBy,
+	}
+}
+
+// NewGPUPlatform registers the platform layer in the workload cluster.
+func NewGPUPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*GPUPlatform, error) {
+	if args == nil || args.Workload == nil {
+		return nil, fmt.Errorf("gpu platform %s: args with a workload provider are required", name)
+	}
+	p := &GPUPlatform{}
+	if err := ctx.RegisterComponentResource(GPUPlatformType, name, p, opts...); err != nil {
+		return nil, fmt.Errorf("gpu platform %s: %w", name, err)
+	}
+	s := args.Spec
+	child := []pulumi.ResourceOption{pulumi.Parent(p), pulumi.Provider(args.Workload)}
+
+	ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(s.Namespace), Labels: pulumi.ToStringMap(NamespaceLabels())},
+	}, child...)
+	if err != nil {
+		return nil, fmt.Errorf("gpu platform %s: namespace: %w", name, err)
+	}
+	inNS := append(child, pulumi.DependsOn([]pulumi.Resource{ns}))
+
+	for _, r := range Releases(s, args.Pools) {
+		chartArgs := &helmv4.ChartArgs{
+			Chart:     pulumi.String(r.Source.Chart),
+			Name:      pulumi.String(r.Name),
+			Namespace: pulumi.String(s.Namespace),
+			Values:    plain.Map(r.Values),
+		}
+		if r.Source.Repo != "" {
+			chartArgs.Version = pulumi.String(r.Source.Version)
+			chartArgs.RepositoryOpts = &helmv4.RepositoryOptsArgs{Repo: pulumi.String(r.Source.Repo)}
+		}
+		if _, err := helmv4.NewChart(ctx, name+"-"+r.Name, chartArgs, inNS...); err != nil {
+			return nil, fmt.Errorf("gpu platform %s: chart %s: %w", name, r.Name, err)
+		}
+		p.Releases = append(p.Releases, r.Name)
+	}
+
+	rule := PrometheusRule(s, "gpu-node-pools-gpu")
+	if _, err := apiextensions.NewCustomResource(ctx, name+"-alerts", &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String("monitoring.coreos.com/v1"),
+		Kind:       pulumi.String("PrometheusRule"),
+		Metadata: &metav1.ObjectMetaArgs{
+			Name: pulumi.String("gpu-node-pools-gpu"), Namespace: pulumi.String(s.Namespace),
+			Labels: pulumi.ToStringMap(s.Monitoring.RuleLabels),
+		},
+		OtherFields: kubernetes.UntypedArgs{"spec": rule["spec"]},
+	}, inNS...); err != nil {
+		return nil, fmt.Errorf("gpu platform %s: alert rules: %w", name, err)
+	}
+
+	for _, d := range Dashboards() {
+		if _, err := corev1.NewConfigMap(ctx, name+"-dashboard-"+d.UID, &corev1.ConfigMapArgs{
+			Metadata: &metav1.ObjectMetaArgs{
+				Name:        pulumi.String("gpu-node-pools-" + d.UID),
+				Namespace:   pulumi.String(s.Namespace),
+				Labels:      pulumi.StringMap{"grafana_dashboard": pulumi.String("1")},
+				Annotations: pulumi.StringMap{"grafana_folder": pulumi.String(s.Monitoring.GrafanaFolder)},
+			},
+			Data: pulumi.StringMap{d.File: pulumi.String(d.JSON())},
+		}, inNS...); err != nil {
+			return nil, fmt.Errorf("gpu platform %s: dashboard %s: %w", name, d.UID, err)
+		}
+	}
+
+	p.Namespace = ns.Metadata.Name().Elem()
+	if err := ctx.RegisterResourceOutputs(p, pulumi.Map{"namespace": p.Namespace}); err != nil {
+		return nil, fmt.Errorf("gpu platform %s: outputs: %w", name, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,199 @@
+package platform_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/tests/pulumitest"
+)
+
+// vllmMetrics is vLLM's Prometheus metric set (v1 engine, as documented in
+// vLLM's metrics design doc); histograms also expose _bucket, _sum, _count.
+var vllmMetrics = []string{
+	"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+	"vllm:prompt_tokens_total", "vllm:generation_tokens_total", "vllm:request_success_total",
+	"vllm:num_preemptions_total",
+	"vllm:time_to_first_token_seconds", "vllm:time_per_output_token_seconds", "vllm:inter_token_latency_seconds",
+	"vllm:e2e_request_latency_seconds", "vllm:request_queue_time_seconds", "vllm:request_inference_time_seconds",
+	"vllm:request_prefill_time_seconds", "vllm:request_decode_time_seconds",
+	"vllm:request_prompt_tokens", "vllm:request_generation_tokens",
+}
+
+// platformMetrics are the few series outside DCGM and vLLM that the rules
+// and panels need: Prometheus's own scrape health and kube-state-metrics,
+// both part of the cluster's existing monitoring stack.
+var platformMetrics = []string{"up", "kube_node_status_capacity", "kube_pod_container_resource_requests"}
+
+// knownMetrics reads the DCGM exporter's default counters (the metrics the
+// exporter emits out of the box) and adds the vLLM and platform sets.
+func knownMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	f, err := os.Open(filepath.Join(pulumitest.SharedDir(t), "reference", "dcgm-exporter-default-counters.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	known := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		known[strings.TrimSpace(strings.SplitN(line, ",", 2)[0])] = true
+	}
+	if !known["DCGM_FI_DEV_GPU_UTIL"] || len(known) < 10 {
+		t.Fatalf("default counters look wrong: %v", known)
+	}
+	for _, m := range vllmMetrics {
+		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
+			known[m+suffix] = true
+		}
+	}
+	for _, m := range platformMetrics {
+		known[m] = true
+	}
+	return known
+}
+
+// checkQuery parses expr with the real PromQL parser and checks each metric
+// it selects is known. It returns the metrics it found.
+func checkQuery(t *testing.T, where, expr string, known map[string]bool) []string {
+	t.Helper()
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+	if err != nil {
+		t.Errorf("%s: %q does not parse: %v", where, expr, err)
+		return nil
+	}
+	var names []string
+	for _, sel := range parser.ExtractSelectors(e) {
+		for _, m := range sel {
+			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+				names = append(names, m.Value)
+				if !known[m.Value] {
+					t.Errorf("%s: metric %s is neither a DCGM default counter nor a vLLM metric", where, m.Value)
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		t.Errorf("%s: %q selects no metric by name", where, expr)
+	}
+	return names
+}
+
+func TestAlertRulesParseAndNameRealMetrics(t *testing.T) {
+	t.Parallel()
+	known := knownMetrics(t)
+	rules := platform.AlertRules(platform.Spec{}.Defaults(false))
+	want := map[string]string{
+		"GPUIdle": "DCGM_FI_DEV_GPU_UTIL", "GPUMemoryNearOOM": "DCGM_FI_DEV_FB_FREE",
+		"InferenceLatencyP99High": "vllm:e2e_request_latency_seconds_bucket", "GPUTemperatureHigh": "DCGM_FI_DEV_GPU_TEMP",
+		"GPUXIDError": "DCGM_FI_DEV_XID_ERRORS", "DCGMExporterDown": "up", "GPUNodeWithoutExporter": "kube_node_status_capacity",
+	}
+	if len(rules) != len(want) {
+		t.Fatalf("want %d rules, got %d", len(want), len(rules))
+	}
+	for _, r := range rules {
+		names := checkQuery(t, r.Alert, r.Expr, known)
+		if !strings.Contains(strings.Join(names, " "), want[r.Alert]) {
+			t.Errorf("%s uses %v, want %s", r.Alert, names, want[r.Alert])
+		}
+		for _, k := range []string{"summary", "description", "advice"} {
+			if r.Annotations[k] == "" {
+				t.Errorf("%s: no %s", r.Alert, k)
+			}
+		}
+		if s := r.Labels["severity"]; s != "warning" && s != "critical" {
+			t.Errorf("%s: severity %q", r.Alert, s)
+		}
+		if r.For != "" {
+			if _, err := parser.NewParser(parser.Options{}).ParseExpr("x[" + r.For + "]"); err != nil {
+				t.Errorf("%s: for %q is not a duration", r.Alert, r.For)
+			}
+		}
+	}
+}
+
+// Thresholds and durations come from config.
+func TestAlertThresholdsAreConfigurable(t *testing.T) {
+	t.Parallel()
+	s := platform.Spec{Alerts: platform.Alerts{IdleUtilizationPercent: 5, IdleFor: "1h", TemperatureCelsius: 80, LatencyP99Seconds: 2.5}}.Defaults(true)
+	got := map[string]platform.Rule{}
+	for _, r := range platform.AlertRules(s) {
+		got[r.Alert] = r
+	}
+	if !strings.HasSuffix(got["GPUIdle"].Expr, "< 5") || got["GPUIdle"].For != "1h" ||
+		!strings.HasSuffix(got["GPUTemperatureHigh"].Expr, "> 80") || !strings.HasSuffix(got["InferenceLatencyP99High"].Expr, "> 2.5") {
+		t.Errorf("thresholds not applied: %+v", got)
+	}
+	if !strings.HasSuffix(got["GPUMemoryNearOOM"].Expr, "> 95") {
+		t.Errorf("default memory threshold: %s", got["GPUMemoryNearOOM"].Expr)
+	}
+}
+
+func TestDashboards(t *testing.T) {
+	t.Parallel()
+	known := knownMetrics(t)
+	uids := map[string]bool{}
+	for _, d := range platform.Dashboards() {
+		var model map[string]any
+		if err := json.Unmarshal([]byte(d.JSON()), &model); err != nil {
+			t.Fatalf("%s: invalid JSON: %v", d.UID, err)
+		}
+		if model["uid"] != d.UID || uids[d.UID] || !strings.HasPrefix(d.UID, "gnp-") {
+			t.Errorf("uid %v not stable and unique", model["uid"])
+		}
+		uids[d.UID] = true
+		vars := model["templating"].(map[string]any)["list"].([]any)
+		if v := vars[0].(map[string]any); v["type"] != "datasource" || v["query"] != "prometheus" {
+			t.Errorf("%s: first variable %v is not a Prometheus datasource", d.UID, v)
+		}
+		panels := model["panels"].([]any)
+		if len(panels) < 7 {
+			t.Errorf("%s: only %d panels", d.UID, len(panels))
+		}
+		for _, p := range panels {
+			p := p.(map[string]any)
+			if p["datasource"].(map[string]any)["uid"] != "${datasource}" {
+				t.Errorf("%s/%s does not use the datasource variable", d.UID, p["title"])
+			}
+			for _, tg := range p["targets"].([]any) {
+				checkQuery(t, d.UID+"/"+p["title"].(string), tg.(map[string]any)["expr"].(string), known)
+			}
+		}
+	}
+	// What the issue asks each dashboard to show, by the metric behind it.
+	all := ""
+	for _, d := range platform.Dashboards() {
+		all += d.JSON()
+	}
+	for _, m := range []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+		"DCGM_FI_DEV_XID_ERRORS", "kube_pod_container_resource_requests", "count_over_time",
+		"vllm:request_success_total", "vllm:e2e_request_latency_seconds_bucket", "vllm:time_to_first_token_seconds_bucket",
+		"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:generation_tokens_total"} {
+		if !strings.Contains(all, m) {
+			t.Errorf("no panel uses %s", m)
+		}
+	}
+}
+
+// The check must catch a metric that does not exist.
+func TestMetricCheckRejectsUnknownMetric(t *testing.T) {
+	t.Parallel()
+	known := knownMetrics(t)
+	if known["DCGM_FI_DEV_GPU_UTILIZATION"] || known["vllm:gpu_cache_usage_perc"] {
+		t.Fatal("made-up or removed metrics must not be known")
+	}
+	if _, err := parser.NewParser(parser.Options{}).ParseExpr(`rate(DCGM_FI_DEV_GPU_UTIL[5m]`); err == nil {
+		t.Fatal("the parser accepted a broken expression")
+	}
+}

@@ -1,0 +1,244 @@
+package platform
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"sort"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/natron/gpu-node-pools/components/gpupool"
+)
+
+// toleration is core/v1 Toleration as Helm values (value omitted for Exists).
+type toleration struct {
+	Key      string `json:"key"`
+	Operator string `json:"operator"`
+	Value    string `json:"value,omitempty"`
+	Effect   string `json:"effect"`
+}
+
+type resourceList struct {
+	CPU    string `json:"cpu"`
+	Memory string `json:"memory"`
+}
+
+type resources struct {
+	Requests resourceList `json:"requests"`
+	Limits   resourceList `json:"limits"`
+}
+
+type relabeling struct {
+	SourceLabels []string `json:"sourceLabels"`
+	TargetLabel  string   `json:"targetLabel"`
+	Action       string   `json:"action"`
+}
+
+type serviceMonitor struct {
+	Enabled          bool              `json:"enabled"`
+	Interval         string            `json:"interval"`
+	AdditionalLabels map[string]string `json:"additionalLabels"`
+	Relabelings      []relabeling      `json:"relabelings"`
+}
+
+// gpuNodeSelector keeps the DaemonSets on GPU pools: every pool sets it.
+var gpuNodeSelector = map[string]string{gpupool.LabelGPUPresent: "true"}
+
+// DevicePluginConfigMap names the device plugin config map (GPU operator).
+const DevicePluginConfigMap = "gpu-node-pools-device-plugin"
+
+// Tolerations are what every GPU DaemonSet needs: the GPU taint whatever
+// its value, and AKS's spot taint when a spot pool exists.
+func Tolerations(pools []gpupool.Pool) []toleration {
+	t := []toleration{{Key: gpupool.GPUTaintKey, Operator: "Exists", Effect: gpupool.GPUTaintEffect}}
+	if slices.ContainsFunc(pools, func(p gpupool.Pool) bool { return p.Spot }) {
+		s := gpupool.SpotToleration
+		t = append(t, toleration{Key: s.Key, Operator: s.Operator, Value: s.Value, Effect: s.Effect})
+	}
+	return t
+}
+
+// MIGStrategy follows the pools: none without MIG, single when every MIG
+// pool uses the same profile (one resource name, nvidia.com/gpu), mixed
+// otherwise (nvidia.com/mig-<profile> per partition size).
+func MIGStrategy(pools []gpupool.Pool) string {
+	profiles := map[string]bool{}
+	for _, p := range pools {
+		if p.MIGProfile != "" {
+			profiles[string(p.MIGProfile)] = true
+		}
+	}
+	switch len(profiles) {
+	case 0:
+		return "none"
+	case 1:
+		return "single"
+	}
+	return "mixed"
+}
+
+// devicePluginConfigs is the device plugin's config map: "default" for every
+// node, plus one entry per time-slicing pool, which its nodes select with
+// the nvidia.com/device-plugin.config label.
+func devicePluginConfigs(pools []gpupool.Pool) map[string]string {
+	strategy := MIGStrategy(pools)
+	entry := func(replicas int) string {
+		c := map[string]any{"version": "v1", "flags": map[string]any{"migStrategy": strategy}}
+		if replicas > 1 {
+			c["sharing"] = map[string]any{"timeSlicing": map[string]any{
+				"resources": []any{map[string]any{"name": "nvidia.com/gpu", "replicas": replicas}},
+			}}
+		}
+		b, _ := yaml.Marshal(c) // plain maps of strings and ints always marshal
+		return string(b)
+	}
+	out := map[string]string{"default": entry(0)}
+	for _, p := range pools {
+		if p.TimeSlicing > 1 {
+			out[p.Name] = entry(p.TimeSlicing)
+		}
+	}
+	return out
+}
+
+func dcgmServiceMonitor(s Spec) serviceMonitor {
+	return serviceMonitor{
+		Enabled:          true,
+		Interval:         s.Monitoring.ScrapeInterval,
+		AdditionalLabels: s.Monitoring.ServiceMonitorLabels,
+		// The node name makes "GPU node without a working exporter" and
+		// per-node panels possible.
+		Relabelings: []relabeling{{SourceLabels: []string{"__meta_kubernetes_pod_node_name"}, TargetLabel: "node", Action: "replace"}},
+	}
+}
+
+type devicePluginValues struct {
+	MigStrategy  string            `json:"migStrategy"`
+	NodeSelector map[string]string `json:"nodeSelector"`
+	Tolerations  []toleration      `json:"tolerations"`
+	Resources    resources         `json:"resources"`
+	Config       struct {
+		Map     map[string]string `json:"map"`
+		Default string            `json:"default"`
+	} `json:"config"`
+}
+
+// DevicePluginValues are the nvidia-device-plugin chart's values for a
+// validated, defaulted spec.
+func DevicePluginValues(s Spec, pools []gpupool.Pool) map[string]any {
+	v := devicePluginValues{
+		MigStrategy:  MIGStrategy(pools),
+		NodeSelector: gpuNodeSelector,
+		Tolerations:  Tolerations(pools),
+		Resources: resources{
+			Requests: resourceList{CPU: "50m", Memory: "64Mi"},
+			Limits:   resourceList{CPU: "500m", Memory: "256Mi"},
+		},
+	}
+	v.Config.Map = devicePluginConfigs(pools)
+	v.Config.Default = "default"
+	return merge(toMap(v), s.Values.DevicePlugin)
+}
+
+type dcgmExporterValues struct {
+	NodeSelector   map[string]string `json:"nodeSelector"`
+	Tolerations    []toleration      `json:"tolerations"`
+	Resources      resources         `json:"resources"`
+	ServiceMonitor serviceMonitor    `json:"serviceMonitor"`
+}
+
+// DCGMExporterValues are the dcgm-exporter chart's values.
+func DCGMExporterValues(s Spec, pools []gpupool.Pool) map[string]any {
+	return merge(toMap(dcgmExporterValues{
+		NodeSelector: gpuNodeSelector,
+		Tolerations:  Tolerations(pools),
+		Resources: resources{
+			Requests: resourceList{CPU: "100m", Memory: "128Mi"},
+			Limits:   resourceList{CPU: "1", Memory: "1Gi"},
+		},
+		ServiceMonitor: dcgmServiceMonitor(s),
+	}), s.Values.DCGMExporter)
+}
+
+type enabled struct {
+	Enabled bool `json:"enabled"`
+}
+
+type gpuOperatorValues struct {
+	// Our pools label their nodes nvidia.com/gpu.present=true, which is
+	// what the operator selects on: no node-feature-discovery needed.
+	NFD        enabled `json:"nfd"`
+	Daemonsets struct {
+		Tolerations []toleration `json:"tolerations"`
+	} `json:"daemonsets"`
+	Driver  enabled `json:"driver"`
+	Toolkit enabled `json:"toolkit"`
+	MIG     struct {
+		Strategy string `json:"strategy"`
+	} `json:"mig"`
+	MIGManager   enabled `json:"migManager"`
+	DevicePlugin struct {
+		Config struct {
+			Create  bool              `json:"create"`
+			Name    string            `json:"name"`
+			Default string            `json:"default"`
+			Data    map[string]string `json:"data"`
+		} `json:"config"`
+	} `json:"devicePlugin"`
+	DCGMExporter struct {
+		ServiceMonitor serviceMonitor `json:"serviceMonitor"`
+	} `json:"dcgmExporter"`
+}
+
+// GPUOperatorValues are the gpu-operator chart's values: driver and toolkit
+// managed by the operator, its own device plugin and DCGM exporter.
+func GPUOperatorValues(s Spec, pools []gpupool.Pool) map[string]any {
+	var v gpuOperatorValues
+	v.Daemonsets.Tolerations = Tolerations(pools)
+	v.Driver.Enabled = true
+	v.Toolkit.Enabled = true
+	strategy := MIGStrategy(pools)
+	v.MIG.Strategy = strategy
+	if strategy == "none" {
+		v.MIG.Strategy = "single" // the chart's default; nothing is partitioned
+	}
+	v.MIGManager.Enabled = strategy != "none"
+	c := &v.DevicePlugin.Config
+	c.Create, c.Name, c.Default, c.Data = true, DevicePluginConfigMap, "default", devicePluginConfigs(pools)
+	v.DCGMExporter.ServiceMonitor = dcgmServiceMonitor(s)
+	return merge(toMap(v), s.Values.GPUOperator)
+}
+
+// toMap turns typed values into the plain map Helm takes.
+func toMap(v any) map[string]any {
+	b, _ := json.Marshal(v) // only plain structs of strings, numbers, maps
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+// merge deep-merges extra over base: maps merge key by key, anything else
+// in extra replaces what base has. Neither input is changed.
+func merge(base, extra map[string]any) map[string]any {
+	out := maps.Clone(base)
+	for _, k := range sortedKeys(extra) {
+		if em, ok := extra[k].(map[string]any); ok {
+			if bm, ok := out[k].(map[string]any); ok {
+				out[k] = merge(bm, em)
+				continue
+			}
+		}
+		out[k] = extra[k]
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

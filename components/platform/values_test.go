@@ -1,0 +1,114 @@
+package platform
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/gpupool"
+)
+
+func TestMIGStrategy(t *testing.T) {
+	t.Parallel()
+	p := func(profile string) gpupool.Pool { return gpupool.Pool{MIGProfile: catalog.MIGProfile(profile)} }
+	for _, tc := range []struct {
+		pools []gpupool.Pool
+		want  string
+	}{
+		{nil, "none"},
+		{[]gpupool.Pool{p(""), p("")}, "none"},
+		{[]gpupool.Pool{p(""), p("MIG3g"), p("MIG3g")}, "single"},
+		{[]gpupool.Pool{p("MIG1g"), p("MIG3g")}, "mixed"},
+	} {
+		if got := MIGStrategy(tc.pools); got != tc.want {
+			t.Errorf("MIGStrategy(%v) = %s, want %s", tc.pools, got, tc.want)
+		}
+	}
+}
+
+func TestDevicePluginValues(t *testing.T) {
+	t.Parallel()
+	pools := []gpupool.Pool{
+		{Name: "spot", Spot: true},
+		{Name: "mig", MIGProfile: "MIG2g"},
+		{Name: "shared", TimeSlicing: 4},
+	}
+	s := Spec{Values: ExtraValues{DevicePlugin: map[string]any{
+		"priorityClassName": "gpu-critical",
+		"resources":         map[string]any{"limits": map[string]any{"memory": "512Mi"}},
+	}}}.Defaults(true)
+	want := map[string]any{
+		"migStrategy":  "single",
+		"nodeSelector": map[string]any{"nvidia.com/gpu.present": "true"},
+		"tolerations": []any{
+			map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+			map[string]any{"key": "kubernetes.azure.com/scalesetpriority", "operator": "Equal", "value": "spot", "effect": "NoSchedule"},
+		},
+		// the escape hatch merges into typed values key by key
+		"resources": map[string]any{
+			"requests": map[string]any{"cpu": "50m", "memory": "64Mi"},
+			"limits":   map[string]any{"cpu": "500m", "memory": "512Mi"},
+		},
+		"priorityClassName": "gpu-critical",
+		"config": map[string]any{
+			"default": "default",
+			"map": map[string]any{
+				"default": "flags:\n  migStrategy: single\nversion: v1\n",
+				"shared": "flags:\n  migStrategy: single\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n" +
+					"      replicas: 4\nversion: v1\n",
+			},
+		},
+	}
+	if diff := cmp.Diff(want, DevicePluginValues(s, pools)); diff != "" {
+		t.Errorf("DevicePluginValues mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestDCGMExporterValues(t *testing.T) {
+	t.Parallel()
+	s := Spec{Monitoring: Monitoring{ServiceMonitorLabels: map[string]string{"prometheus": "platform"}, ScrapeInterval: "30s"}}.Defaults(true)
+	want := map[string]any{
+		"nodeSelector": map[string]any{"nvidia.com/gpu.present": "true"},
+		"tolerations":  []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
+		"resources": map[string]any{
+			"requests": map[string]any{"cpu": "100m", "memory": "128Mi"},
+			"limits":   map[string]any{"cpu": "1", "memory": "1Gi"},
+		},
+		"serviceMonitor": map[string]any{
+			"enabled":          true,
+			"interval":         "30s",
+			"additionalLabels": map[string]any{"prometheus": "platform"},
+			"relabelings": []any{map[string]any{
+				"sourceLabels": []any{"__meta_kubernetes_pod_node_name"}, "targetLabel": "node", "action": "replace",
+			}},
+		},
+	}
+	if diff := cmp.Diff(want, DCGMExporterValues(s, []gpupool.Pool{{Name: "a"}})); diff != "" {
+		t.Errorf("DCGMExporterValues mismatch (-want +got):\n%s", diff)
+	}
+	if s.Monitoring.RuleLabels["prometheus"] != "platform" {
+		t.Errorf("rule labels default to the ServiceMonitor labels, got %v", s.Monitoring.RuleLabels)
+	}
+}
+
+func TestReleasesFollowTheGPUStack(t *testing.T) {
+	t.Parallel()
+	names := func(rs []Release) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Name+"@"+r.Source.Version)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"nvidia-device-plugin@0.20.0", "dcgm-exporter@4.8.2"}, names(Releases(Spec{}.Defaults(true), nil))); diff != "" {
+		t.Errorf("AKS releases: %s", diff)
+	}
+	if diff := cmp.Diff([]string{"gpu-operator@v26.7.0"}, names(Releases(Spec{}.Defaults(false), nil))); diff != "" {
+		t.Errorf("bare-metal releases: %s", diff)
+	}
+	local := Spec{ChartDir: "/charts"}.Defaults(true).Source("dcgm-exporter", DefaultDCGMExporter)
+	if local != (ChartSource{Chart: "/charts/dcgm-exporter-4.8.2.tgz"}) {
+		t.Errorf("local chart source = %+v", local)
+	}
+}
