@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and kubectl from the Go module k8s.io/kubernetes into
+# Builds kube-apiserver, kube-controller-manager (garbage collection and
+# namespace deletion) and kubectl from the Go module k8s.io/kubernetes into
 # the per-user toolchain cache (about 25 minutes cold, seconds when cached),
 # for tests that need the real Kubernetes API. Prints the bin directory.
 set -euo pipefail
@@ -9,8 +10,8 @@ CACHE_ROOT="${GPU_NODE_POOLS_TOOLCHAIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-node
 BIN="$CACHE_ROOT/kubernetes-$VERSION/bin"
 export GOFLAGS="-buildvcs=false -mod=mod" GOTOOLCHAIN=local
 
-if [ ! -x "$BIN/kube-apiserver" ] || [ ! -x "$BIN/kubectl" ]; then
-	echo "toolchain: building kube-apiserver and kubectl $VERSION (about 25 minutes cold)" >&2
+if [ ! -x "$BIN/kube-apiserver" ] || [ ! -x "$BIN/kube-controller-manager" ] || [ ! -x "$BIN/kubectl" ]; then
+	echo "toolchain: building kube-apiserver, kube-controller-manager and kubectl $VERSION (about 30 minutes cold)" >&2
 	dir="$CACHE_ROOT/work/kubernetes"
 	rm -rf "$dir" && mkdir -p "$dir" "$BIN"
 	# k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces
@@ -34,12 +35,14 @@ if [ ! -x "$BIN/kube-apiserver" ] || [ ! -x "$BIN/kubectl" ]; then
 			echo "replace k8s.io/$m => k8s.io/$m $STAGING_VERSION"
 		done
 	} >"$dir/go.mod"
-	printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >"$dir/tools.go"
+	printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >"$dir/tools.go"
 	ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
 	(cd "$dir" && go mod tidy >&2 &&
-		go build -ldflags "$ldflags" -o "$BIN/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver &&
-		go build -ldflags "$ldflags" -o "$BIN/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl)
-	mv "$BIN/kube-apiserver.tmp" "$BIN/kube-apiserver"
-	mv "$BIN/kubectl.tmp" "$BIN/kubectl"
+		for cmd in kube-apiserver kube-controller-manager kubectl; do
+			go build -ldflags "$ldflags" -o "$BIN/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd" || exit 1
+		done)
+	for cmd in kube-apiserver kube-controller-manager kubectl; do
+		mv "$BIN/$cmd.tmp" "$BIN/$cmd"
+	done
 fi
 echo "$BIN"

@@ -5,12 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/releaseutil"
-	"sigs.k8s.io/yaml"
-
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/platform"
@@ -45,32 +39,8 @@ func stackLayer(t *testing.T, stack string) (platform.Spec, []gpupool.Pool) {
 // program produces, as `helm template` would, and returns its objects.
 func render(t *testing.T, release platform.Release) []map[string]any {
 	t.Helper()
-	shared := pulumitest.SharedDir(t)
-	s := platform.Spec{ChartDir: filepath.Join(shared, "charts")}
-	chrt, err := loader.Load(s.Source(release.Name, chartOf(release)).Chart)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
-	inst.ReleaseName, inst.Namespace = release.Name, "gpu-platform"
-	inst.KubeVersion, _ = chartutil.ParseKubeVersion("v1.33.0")
-	inst.APIVersions = chartutil.VersionSet{"monitoring.coreos.com/v1"}
-	rel, err := inst.Run(chrt, release.Values)
-	if err != nil {
-		t.Fatalf("render %s: %v", release.Name, err)
-	}
-	var objs []map[string]any
-	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
-		var o map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
-			t.Fatalf("%s: %v", release.Name, err)
-		}
-		if o != nil {
-			objs = append(objs, o)
-		}
-	}
-	return objs
+	s := platform.Spec{ChartDir: filepath.Join(pulumitest.SharedDir(t), "charts")}
+	return pulumitest.RenderChart(t, s.Source(release.Name, chartOf(release)).Chart, release.Name, "gpu-platform", release.Values, false)
 }
 
 // chartOf is the pinned version of a release's chart.

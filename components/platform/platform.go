@@ -108,6 +108,7 @@ func NewGPUPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi
 			Name:      pulumi.String(r.Name),
 			Namespace: pulumi.String(s.Namespace),
 			Values:    plain.Map(r.Values),
+			SkipAwait: pulumi.Bool(s.SkipAwait),
 		}
 		if r.Source.Repo != "" {
 			chartArgs.Version = pulumi.String(r.Source.Version)

@@ -39,6 +39,9 @@ type Spec struct {
 	Monitoring Monitoring `json:"monitoring,omitempty"`
 	// Alerts are the thresholds and durations of the GPU alert rules.
 	Alerts Alerts `json:"alerts,omitempty"`
+	// SkipAwait applies the charts without waiting for their workloads to
+	// become ready: clusters whose nodes are still joining, API-only tests.
+	SkipAwait bool `json:"skipAwait,omitempty"`
 }
 
 // Chart is where one Helm chart comes from.

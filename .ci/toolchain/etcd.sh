@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds etcd (for the real kube-apiserver in tests) from its Go module into
+# the per-user toolchain cache, about a minute cold. Prints the bin directory.
+set -euo pipefail
+VERSION=v3.7.0
+CACHE_ROOT="${GPU_NODE_POOLS_TOOLCHAIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-node-pools/toolchain}"
+BIN="$CACHE_ROOT/etcd-$VERSION/bin"
+export GOFLAGS="-buildvcs=false -mod=mod" GOTOOLCHAIN=local
+if [ ! -x "$BIN/etcd" ]; then
+	echo "toolchain: building etcd $VERSION" >&2
+	dir="$CACHE_ROOT/work/etcd"
+	rm -rf "$dir" && mkdir -p "$dir" "$BIN"
+	# The server module points its sibling modules at ../ paths: use their
+	# released versions instead.
+	cat >"$dir/go.mod" <<MOD
+module gpu-node-pools-toolchain/etcd
+
+go 1.26
+
+require go.etcd.io/etcd/server/v3 $VERSION
+
+replace (
+	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 $VERSION
+	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 $VERSION
+	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 $VERSION
+	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 $VERSION
+)
+MOD
+	printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$dir/tools.go"
+	(cd "$dir" && go mod tidy >&2 && go build -o "$BIN/etcd.tmp" go.etcd.io/etcd/server/v3)
+	mv "$BIN/etcd.tmp" "$BIN/etcd"
+fi
+echo "$BIN"
