@@ -13,10 +13,7 @@ func BenchmarkLoad(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	raw := map[string]string{}
-	for k, v := range cfg {
-		raw[k[len(Namespace)+1:]] = v
-	}
+	raw := pulumitest.Unqualified(cfg)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Load(raw); err != nil {

@@ -7,11 +7,11 @@ import (
 	"os"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/plain"
 )
 
 // Load decodes raw stack config strictly and validates it, reporting every
@@ -27,7 +27,7 @@ func load(raw map[string]string, getenv func(string) string) (*Config, error) {
 	cfg := &Config{}
 	skip := map[string]bool{} // blocks whose decoding failed: not validated
 
-	for _, k := range sortedKeys(raw) {
+	for _, k := range plain.SortedKeys(raw) {
 		if !slices.Contains(configKeys, k) {
 			ps.add(key(k), "unknown key%s; allowed keys: %s, got %q", suggest(k, configKeys), strings.Join(configKeys, ", "), k)
 		}
@@ -119,7 +119,7 @@ func checkShape(ps *problems, path string, v any, t reflect.Type) {
 		switch t.Kind() {
 		case reflect.Struct:
 			names, types := jsonFields(t)
-			for _, k := range sortedKeys(x) {
+			for _, k := range plain.SortedKeys(x) {
 				ft, ok := types[k]
 				if !ok {
 					ps.add(path+"."+k, "unknown key%s; allowed keys: %s, got %q", suggest(k, names), strings.Join(names, ", "), k)
@@ -128,7 +128,7 @@ func checkShape(ps *problems, path string, v any, t reflect.Type) {
 				checkShape(ps, path+"."+k, x[k], ft)
 			}
 		case reflect.Map:
-			for _, k := range sortedKeys(x) {
+			for _, k := range plain.SortedKeys(x) {
 				checkShape(ps, path+"."+k, x[k], t.Elem())
 			}
 		default:
@@ -249,13 +249,4 @@ func editDistance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

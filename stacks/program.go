@@ -74,7 +74,7 @@ func Deploy(ctx *pulumi.Context, cfg *Config) (*Deployment, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range sortedKeys(outputs) {
+	for _, k := range plain.SortedKeys(outputs) {
 		ctx.Export(k, outputs[k])
 	}
 	return d, nil

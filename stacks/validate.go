@@ -8,6 +8,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/plain"
 )
 
 // Validate checks a typed config (as the Automation API builds it) against
@@ -222,7 +223,7 @@ func validatePlacement(ps *problems, path string, target catalog.Target, s gpupo
 }
 
 func validateLabels(ps *problems, path string, labels map[string]string) {
-	for _, k := range sortedKeys(labels) {
+	for _, k := range plain.SortedKeys(labels) {
 		v := labels[k]
 		p := path + "." + k
 		if !validLabelKey(k) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/plain"
 	"github.com/natron/gpu-node-pools/components/platform"
 )
 
@@ -35,7 +36,7 @@ func validatePlatform(ps *problems, cfg *Config) {
 		ps.add(p("namespace"), "must be a DNS label, got %q", s.Namespace)
 	}
 	charts := map[string]platform.Chart{"devicePlugin": s.Charts.DevicePlugin, "dcgmExporter": s.Charts.DCGMExporter, "gpuOperator": s.Charts.GPUOperator}
-	for _, name := range sortedKeys(charts) {
+	for _, name := range plain.SortedKeys(charts) {
 		c := charts[name]
 		if c.Version != "" && !chartVersionRe.MatchString(c.Version) {
 			ps.add(p("charts."+name+".version"), "must be a chart version such as 0.20.0, got %q", c.Version)
@@ -52,14 +53,14 @@ func validatePlatform(ps *problems, cfg *Config) {
 	}
 	a := s.Alerts
 	durations := map[string]string{"idleFor": a.IdleFor, "memoryFor": a.MemoryFor, "latencyFor": a.LatencyFor, "temperatureFor": a.TemperatureFor, "exporterDownFor": a.ExporterDownFor}
-	for _, k := range sortedKeys(durations) {
+	for _, k := range plain.SortedKeys(durations) {
 		d := durations[k]
 		if d != "" && !promDurationRe.MatchString(d) {
 			ps.add(p("alerts."+k), "must be a Prometheus duration such as 30m, got %q", d)
 		}
 	}
 	percents := map[string]float64{"idleUtilizationPercent": a.IdleUtilizationPercent, "memoryUsedPercent": a.MemoryUsedPercent}
-	for _, k := range sortedKeys(percents) {
+	for _, k := range plain.SortedKeys(percents) {
 		v := percents[k]
 		if v < 0 || v > 100 {
 			ps.add(p("alerts."+k), "must be a percentage between 0 and 100, got %v", v)

@@ -79,11 +79,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for op, n := range preview {
-		if op != "same" && n > 0 {
-			t.Errorf("preview after up: %d %s", n, op)
-		}
-	}
+	pulumitest.NoChanges(t, "preview after up", preview)
 	refreshed, err := s.Refresh(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -22,11 +22,7 @@ func devConfig(t *testing.T, dir string) *stacks.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := map[string]string{}
-	for k, v := range cfg {
-		raw[strings.TrimPrefix(k, stacks.Namespace+":")] = v
-	}
-	c, err := stacks.Load(raw)
+	c, err := stacks.Load(pulumitest.Unqualified(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +125,7 @@ func TestAutomationStackLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for op, n := range preview {
-		if op != "same" && n > 0 {
-			t.Errorf("preview after up: %d %s", n, op)
-		}
-	}
+	pulumitest.NoChanges(t, "preview after up", preview)
 	// Rendered objects exist only as files: refresh says so instead of
 	// failing on an unreachable cluster.
 	if _, err := s.Refresh(ctx); !errors.Is(err, stacks.ErrRenderOnly) {

@@ -77,12 +77,7 @@ func BenchmarkFleetPreview(b *testing.B) {
 			}
 			fleet := make([]stacks.CustomerStack, 10)
 			for i := range fleet {
-				raw := generatedStack("natron", 4)
-				short := map[string]string{}
-				for k, v := range raw {
-					short[strings.TrimPrefix(k, "gpu-node-pools:")] = v
-				}
-				cfg, err := stacks.Load(short)
+				cfg, err := stacks.Load(pulumitest.Unqualified(generatedStack("natron", 4)))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -137,20 +137,9 @@ func TestEngineDevStack(t *testing.T) {
 // Cluster API objects, with the GPU taint and the autoscaler annotations.
 func checkRendered(t *testing.T, dir string) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "management", "*", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no rendered management manifests under %s (%v)", dir, err)
-	}
 	kinds := map[string]int{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var obj map[string]any
-		if err := yaml.Unmarshal(b, &obj); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	for _, m := range readManifests(t, filepath.Join(dir, "management")) {
+		f, b, obj := m.file, m.raw, m.obj
 		kind, _ := obj["kind"].(string)
 		kinds[kind]++
 		switch kind {
@@ -176,20 +165,9 @@ func checkRendered(t *testing.T, dir string) {
 // rules and the dashboards.
 func checkRenderedPlatform(t *testing.T, dir string) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no rendered workload manifests under %s (%v)", dir, err)
-	}
 	kinds := map[string]int{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var obj map[string]any
-		if err := yaml.Unmarshal(b, &obj); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	for _, m := range readManifests(t, dir) {
+		f, b, obj := m.file, m.raw, m.obj
 		kind, _ := obj["kind"].(string)
 		kinds[kind]++
 		if kind == "ClusterPolicy" && !strings.Contains(string(b), "key: nvidia.com/gpu") {
@@ -201,4 +179,33 @@ func checkRenderedPlatform(t *testing.T, dir string) {
 			t.Errorf("no %s rendered; kinds: %v", k, kinds)
 		}
 	}
+}
+
+type manifest struct {
+	file string
+	raw  []byte
+	obj  map[string]any
+}
+
+// readManifests reads every YAML file the render provider wrote under dir
+// (0-crd/ and 1-manifest/).
+func readManifests(t *testing.T, dir string) []manifest {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no rendered manifests under %s (%v)", dir, err)
+	}
+	var out []manifest
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal(b, &obj); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out = append(out, manifest{file: f, raw: b, obj: obj})
+	}
+	return out
 }

@@ -6,6 +6,7 @@ package plain
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
@@ -52,4 +53,14 @@ func Map(m map[string]any) pulumi.Map {
 		}
 	}
 	return out
+}
+
+// SortedKeys returns a map's keys in order, for deterministic output.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -19,11 +19,7 @@ func stackLayer(t *testing.T, stack string) (platform.Spec, []gpupool.Pool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	short := map[string]string{}
-	for k, v := range raw {
-		short[strings.TrimPrefix(k, "gpu-node-pools:")] = v
-	}
-	cfg, err := stacks.Load(short)
+	cfg, err := stacks.Load(pulumitest.Unqualified(raw))
 	if err != nil {
 		t.Fatal(err)
 	}

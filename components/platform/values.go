@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
-	"sort"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/plain"
 )
 
 // toleration is core/v1 Toleration as Helm values (value omitted for Exists).
@@ -222,7 +222,7 @@ func toMap(v any) map[string]any {
 // in extra replaces what base has. Neither input is changed.
 func merge(base, extra map[string]any) map[string]any {
 	out := maps.Clone(base)
-	for _, k := range sortedKeys(extra) {
+	for _, k := range plain.SortedKeys(extra) {
 		if em, ok := extra[k].(map[string]any); ok {
 			if bm, ok := out[k].(map[string]any); ok {
 				out[k] = merge(bm, em)
@@ -232,13 +232,4 @@ func merge(base, extra map[string]any) map[string]any {
 		out[k] = extra[k]
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

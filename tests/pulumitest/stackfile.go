@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 
 	"sigs.k8s.io/yaml"
 )
@@ -118,4 +119,29 @@ func unsecure(v any) (any, bool) {
 		return out, secret
 	}
 	return v, false
+}
+
+// Unqualified drops the project namespace from config keys, giving the raw
+// map that stacks.Load takes.
+func Unqualified(cfg map[string]string) map[string]string {
+	out := make(map[string]string, len(cfg))
+	for k, v := range cfg {
+		_, short, ok := strings.Cut(k, ":")
+		if !ok {
+			short = k
+		}
+		out[short] = v
+	}
+	return out
+}
+
+// NoChanges fails the test for any operation of a change summary other than
+// "same".
+func NoChanges[K ~string](t testing.TB, what string, changes map[K]int) {
+	t.Helper()
+	for op, n := range changes {
+		if op != K("same") && n > 0 {
+			t.Errorf("%s: %d %s, want no changes", what, n, op)
+		}
+	}
 }
