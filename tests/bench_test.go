@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,7 @@ func BenchmarkFleetPreview(b *testing.B) {
 					b.Fatal(err)
 				}
 				cfg.RenderDir = b.TempDir()
+				cfg.Platform.ChartDir = filepath.Join(pulumitest.SharedDir(b), "charts") // offline
 				fleet[i] = stacks.CustomerStack{Name: fmt.Sprintf("customer%02d", i), Config: cfg}
 			}
 			b.ReportAllocs()
