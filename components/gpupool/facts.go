@@ -76,8 +76,10 @@ func NewFacts(spec Spec, sku catalog.SKU) Pool {
 		p.MemoryPerGPUResourceGB = slice.MemoryGB
 	}
 	if spec.TimeSlicing > 1 {
+		// Time-sliced pods share the GPU's memory: count each one's share.
 		p.TimeSlicing = spec.TimeSlicing
 		p.GPUResourcesPerNode *= spec.TimeSlicing
+		p.MemoryPerGPUResourceGB /= spec.TimeSlicing
 	}
 	if spec.Spot {
 		p.Tolerations = append(p.Tolerations, SpotToleration)

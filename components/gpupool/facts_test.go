@@ -49,6 +49,16 @@ func TestNewFacts(t *testing.T) {
 				Tolerations:  []Toleration{gpuTol},
 			},
 		},
+		{
+			name: "time-sliced pool shares each GPU's memory", target: catalog.Natron,
+			spec: Spec{Name: "notebook", SKU: "a100-80gb-x4", MaxNodes: 2, TimeSlicing: 4},
+			want: Pool{
+				Name: "notebook", Target: "natron", SKU: "a100-80gb-x4", GPUModel: "NVIDIA A100 80GB SXM4",
+				GPUsPerNode: 4, GPUMemoryGB: 80, GPUResourcesPerNode: 16, MemoryPerGPUResourceGB: 20, TimeSlicing: 4, MaxNodes: 2,
+				NodeSelector: map[string]string{"gpu.natron.cloud/pool": "notebook"},
+				Tolerations:  []Toleration{gpuTol},
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,112 @@
+// Package serving is model serving on the GPU pools. This part is the fit
+// check: whether a model's weights, a KV-cache reserve and its replicas fit
+// the pool it is meant for, with advice on what to change when they do not.
+package serving
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/natron/gpu-node-pools/components/gpupool"
+)
+
+// BytesPerParameter is the weight size of each supported dtype.
+var BytesPerParameter = map[string]float64{
+	"float16": 2, "bfloat16": 2, "fp8": 1, "int8": 1, "int4": 0.5,
+}
+
+// Dtypes lists the supported dtypes in documentation order.
+var Dtypes = []string{"float16", "bfloat16", "fp8", "int8", "int4"}
+
+// Model is what the fit check needs to know about a model.
+type Model struct {
+	Name string
+	// ParametersB is billions of parameters; WeightsGB overrides it.
+	ParametersB          float64
+	WeightsGB            float64
+	Dtype                string
+	TensorParallel       int
+	GPUMemoryUtilization float64
+	MaxReplicas          int
+}
+
+// Weights is the size in GB of the model's weights: parameters × bytes per
+// parameter (a 7B float16 model is about 14 GB, 70B about 140 GB).
+func (m Model) Weights() float64 {
+	if m.WeightsGB > 0 {
+		return m.WeightsGB
+	}
+	return m.ParametersB * BytesPerParameter[m.Dtype]
+}
+
+// KVReserveGB is the GPU memory kept free for the KV cache beyond the
+// weights: 10% of the weights, at least 2 GB, so a model that barely loads
+// is not accepted (it would serve one short request at a time).
+func (m Model) KVReserveGB() float64 { return math.Max(2, 0.1*m.Weights()) }
+
+// Misfit is one way a model does not fit its pool: the config field to
+// change and a message that says what to change it to.
+type Misfit struct {
+	Field string // tensorParallel or maxReplicas
+	Msg   string
+}
+
+// Fit checks a model against its pool's facts. It returns nothing when the
+// model fits.
+func Fit(m Model, pool gpupool.Pool) []Misfit {
+	var out []Misfit
+	perNode := pool.GPUResourcesPerNode
+	mem := float64(pool.MemoryPerGPUResourceGB)
+	util := m.GPUMemoryUtilization
+	tp := m.TensorParallel
+	need := m.Weights() + m.KVReserveGB()
+	divisors := divisorsOf(perNode)
+
+	if !slices.Contains(divisors, tp) {
+		out = append(out, Misfit{"tensorParallel", fmt.Sprintf(
+			"must divide the %d GPUs of one %s node (%v): a model's shards run on one node, got %d", perNode, pool.Name, divisors, tp)})
+	} else if need > mem*float64(tp)*util {
+		advice := "use a pool with more GPU memory"
+		if minTP := int(math.Ceil(need / (mem * util))); minTP <= perNode {
+			for _, d := range divisors {
+				if d >= minTP {
+					advice = fmt.Sprintf("use tensorParallel >= %d or a larger pool", d)
+					break
+				}
+			}
+		}
+		out = append(out, Misfit{"tensorParallel", fmt.Sprintf(
+			"%s needs about %.0f GB of weights plus %.0f GB of KV cache, pool %s gives %.0f GB per GPU × %d × gpuMemoryUtilization %.2f = %.0f GB; %s, got %d",
+			m.Name, m.Weights(), m.KVReserveGB(), pool.Name, mem, tp, util, mem*float64(tp)*util, advice, tp)})
+	}
+	if gpus, have := m.MaxReplicas*tp, pool.MaxNodes*perNode; gpus > have {
+		out = append(out, Misfit{"maxReplicas", fmt.Sprintf(
+			"%d replicas × tensorParallel %d = %d GPUs, pool %s has at most %d nodes × %d GPUs = %d; lower maxReplicas to %d or raise the pool's maxNodes, got %d",
+			m.MaxReplicas, tp, gpus, pool.Name, pool.MaxNodes, perNode, have, max(have/max(tp, 1), 0), m.MaxReplicas)})
+	}
+	return out
+}
+
+func divisorsOf(n int) []int {
+	var d []int
+	for i := 1; i <= n; i++ {
+		if n%i == 0 {
+			d = append(d, i)
+		}
+	}
+	return d
+}
+
+// StartupBudgetSeconds is how long a replica may take to load its weights
+// from the shared cache and warm up before Kubernetes gives up on it:
+// 15 minutes of warm-up (CUDA graphs, compilation) plus twice the time to
+// read the weights at bandwidthMBps (replicas starting together share the
+// bandwidth), never less than KAITO's 15 min + 18 s per GiB clamped to
+// 30-180 min, and at most 6 hours.
+func StartupBudgetSeconds(weightsGB, bandwidthMBps float64) int {
+	ours := 900 + 2*weightsGB*1000/bandwidthMBps
+	gib := weightsGB * 1e9 / (1 << 30)
+	kaito := math.Min(math.Max(900+18*gib, 1800), 10800)
+	return int(math.Ceil(math.Min(math.Max(ours, kaito), 21600)))
+}

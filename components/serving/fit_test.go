@@ -1,0 +1,94 @@
+package serving
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/gpupool"
+)
+
+func pool(t *testing.T, target catalog.Target, sku string, maxNodes int, mig catalog.MIGProfile) gpupool.Pool {
+	t.Helper()
+	s, ok := catalog.Lookup(target, sku)
+	if !ok {
+		t.Fatalf("no sku %s", sku)
+	}
+	return gpupool.NewFacts(gpupool.Spec{Name: "infer", SKU: sku, MaxNodes: maxNodes, MIGProfile: mig}, s)
+}
+
+func TestWeights(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		m    Model
+		want float64
+	}{
+		{Model{ParametersB: 7, Dtype: "float16"}, 14},
+		{Model{ParametersB: 70, Dtype: "bfloat16"}, 140},
+		{Model{ParametersB: 70, Dtype: "fp8"}, 70},
+		{Model{ParametersB: 8, Dtype: "int4"}, 4},
+		{Model{ParametersB: 8, WeightsGB: 20, Dtype: "bfloat16"}, 20},
+	} {
+		if got := tc.m.Weights(); got != tc.want {
+			t.Errorf("%+v: %v GB, want %v", tc.m, got, tc.want)
+		}
+	}
+}
+
+func TestFit(t *testing.T) {
+	t.Parallel()
+	h100x8 := func(maxNodes int) gpupool.Pool { return pool(t, catalog.Natron, "h100-80gb-x8", maxNodes, "") }
+	a100x1 := pool(t, catalog.AKS, "Standard_NC24ads_A100_v4", 4, "")
+	tests := []struct {
+		name  string
+		m     Model
+		pool  gpupool.Pool
+		field string
+		want  string // "" = fits
+	}{
+		{"8B on one A100", Model{Name: "llama3-8b", ParametersB: 8, Dtype: "bfloat16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 4}, a100x1, "", ""},
+		{"70B on one GPU", Model{Name: "llama3-70b", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, h100x8(2), "tensorParallel",
+			"llama3-70b needs about 140 GB of weights plus 14 GB of KV cache, pool infer gives 80 GB per GPU × 1 × gpuMemoryUtilization 0.90 = 72 GB; use tensorParallel >= 4 or a larger pool, got 1"},
+		{"70B across 4 H100", Model{Name: "llama3-70b", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 4, GPUMemoryUtilization: 0.9, MaxReplicas: 4}, h100x8(2), "", ""},
+		{"70B too big for a one-GPU size", Model{Name: "llama3-70b", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, a100x1, "tensorParallel",
+			"use a pool with more GPU memory, got 1"},
+		{"tensor parallel not a divisor", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 3, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, h100x8(1), "tensorParallel",
+			"must divide the 8 GPUs of one infer node ([1 2 4 8]): a model's shards run on one node, got 3"},
+		{"too many replicas", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 2, GPUMemoryUtilization: 0.9, MaxReplicas: 9}, h100x8(2), "maxReplicas",
+			"9 replicas × tensorParallel 2 = 18 GPUs, pool infer has at most 2 nodes × 8 GPUs = 16; lower maxReplicas to 8 or raise the pool's maxNodes, got 9"},
+		{"MIG slice memory counts", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1},
+			pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), "tensorParallel", "pool infer gives 10 GB per GPU"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := Fit(tc.m, tc.pool)
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("should fit, got %+v", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Field != tc.field || !strings.Contains(got[0].Msg, tc.want) {
+				t.Fatalf("got %+v, want %s: ...%s", got, tc.field, tc.want)
+			}
+		})
+	}
+}
+
+func TestStartupBudget(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		weightsGB, mbps float64
+		want            int
+	}{
+		{14, 1000, 1800},  // small model, fast storage: KAITO's 30-minute floor
+		{140, 1000, 3247}, // 70B: KAITO's 15 min + 18 s/GiB is the larger
+		{140, 100, 3700},  // slow storage: ours, 15 min + 2 × 1400 s
+		{1000, 10, 21600}, // absurd: capped at 6 hours
+	} {
+		if got := StartupBudgetSeconds(tc.weightsGB, tc.mbps); got != tc.want {
+			t.Errorf("StartupBudgetSeconds(%v GB, %v MB/s) = %d, want %d", tc.weightsGB, tc.mbps, got, tc.want)
+		}
+	}
+}
