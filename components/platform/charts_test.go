@@ -191,6 +191,15 @@ func TestGPUOperatorChartOnDev(t *testing.T) {
 	if get(cp, "mig", "strategy") != "single" || get(cp, "migManager", "enabled") != true {
 		t.Errorf("MIG: %v, manager %v", get(cp, "mig"), get(cp, "migManager", "enabled"))
 	}
+	// The operator builds the operand DaemonSets from these specs: each must
+	// carry requests and limits.
+	for _, operand := range []string{"driver", "toolkit", "validator", "gfd", "nodeStatusExporter", "migManager", "devicePlugin", "dcgmExporter"} {
+		for _, p := range [][]string{{"requests", "cpu"}, {"requests", "memory"}, {"limits", "cpu"}, {"limits", "memory"}} {
+			if get(cp, append([]string{operand, "resources"}, p...)...) == nil {
+				t.Errorf("ClusterPolicy %s: no resources.%s", operand, strings.Join(p, "."))
+			}
+		}
+	}
 	if get(cp, "driver", "enabled") != true || get(cp, "toolkit", "enabled") != true {
 		t.Errorf("driver %v, toolkit %v", get(cp, "driver", "enabled"), get(cp, "toolkit", "enabled"))
 	}

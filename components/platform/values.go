@@ -131,10 +131,7 @@ func DevicePluginValues(s Spec, pools []gpupool.Pool) map[string]any {
 		MigStrategy:  MIGStrategy(pools),
 		NodeSelector: gpuNodeSelector,
 		Tolerations:  Tolerations(pools),
-		Resources: resources{
-			Requests: resourceList{CPU: "50m", Memory: "64Mi"},
-			Limits:   resourceList{CPU: "500m", Memory: "256Mi"},
-		},
+		Resources:    smallAgent,
 	}
 	v.Config.Map = devicePluginConfigs(pools)
 	v.Config.Default = "default"
@@ -151,18 +148,21 @@ type dcgmExporterValues struct {
 // DCGMExporterValues are the dcgm-exporter chart's values.
 func DCGMExporterValues(s Spec, pools []gpupool.Pool) map[string]any {
 	return merge(toMap(dcgmExporterValues{
-		NodeSelector: gpuNodeSelector,
-		Tolerations:  Tolerations(pools),
-		Resources: resources{
-			Requests: resourceList{CPU: "100m", Memory: "128Mi"},
-			Limits:   resourceList{CPU: "1", Memory: "1Gi"},
-		},
+		NodeSelector:   gpuNodeSelector,
+		Tolerations:    Tolerations(pools),
+		Resources:      exporterAgent,
 		ServiceMonitor: dcgmServiceMonitor(s),
 	}), s.Values.DCGMExporter)
 }
 
 type enabled struct {
 	Enabled bool `json:"enabled"`
+}
+
+// operand is one component the GPU operator runs on every GPU node.
+type operand struct {
+	Enabled   *bool      `json:"enabled,omitempty"`
+	Resources *resources `json:"resources,omitempty"`
 }
 
 type gpuOperatorValues struct {
@@ -172,14 +172,18 @@ type gpuOperatorValues struct {
 	Daemonsets struct {
 		Tolerations []toleration `json:"tolerations"`
 	} `json:"daemonsets"`
-	Driver  enabled `json:"driver"`
-	Toolkit enabled `json:"toolkit"`
-	MIG     struct {
+	Driver             operand `json:"driver"`
+	Toolkit            operand `json:"toolkit"`
+	Validator          operand `json:"validator"`
+	GFD                operand `json:"gfd"`
+	NodeStatusExporter operand `json:"nodeStatusExporter"`
+	MIG                struct {
 		Strategy string `json:"strategy"`
 	} `json:"mig"`
-	MIGManager   enabled `json:"migManager"`
+	MIGManager   operand `json:"migManager"`
 	DevicePlugin struct {
-		Config struct {
+		Resources resources `json:"resources"`
+		Config    struct {
 			Create  bool              `json:"create"`
 			Name    string            `json:"name"`
 			Default string            `json:"default"`
@@ -187,25 +191,49 @@ type gpuOperatorValues struct {
 		} `json:"config"`
 	} `json:"devicePlugin"`
 	DCGMExporter struct {
+		Resources      resources      `json:"resources"`
 		ServiceMonitor serviceMonitor `json:"serviceMonitor"`
 	} `json:"dcgmExporter"`
 }
 
+// Requests and limits of the GPU node agents. The driver container builds
+// and loads kernel modules, hence its memory.
+var (
+	smallAgent = resources{
+		Requests: resourceList{CPU: "50m", Memory: "64Mi"},
+		Limits:   resourceList{CPU: "500m", Memory: "256Mi"},
+	}
+	exporterAgent = resources{
+		Requests: resourceList{CPU: "100m", Memory: "128Mi"},
+		Limits:   resourceList{CPU: "1", Memory: "1Gi"},
+	}
+	driverAgent = resources{
+		Requests: resourceList{CPU: "100m", Memory: "512Mi"},
+		Limits:   resourceList{CPU: "2", Memory: "4Gi"},
+	}
+)
+
 // GPUOperatorValues are the gpu-operator chart's values: driver and toolkit
 // managed by the operator, its own device plugin and DCGM exporter.
 func GPUOperatorValues(s Spec, pools []gpupool.Pool) map[string]any {
+	on := true
+	agent := func(r resources) operand { return operand{Resources: &r} }
 	var v gpuOperatorValues
 	v.Daemonsets.Tolerations = Tolerations(pools)
-	v.Driver.Enabled = true
-	v.Toolkit.Enabled = true
+	v.Driver = operand{Enabled: &on, Resources: &driverAgent}
+	v.Toolkit = operand{Enabled: &on, Resources: &smallAgent}
+	v.Validator, v.GFD, v.NodeStatusExporter = agent(smallAgent), agent(smallAgent), agent(smallAgent)
 	strategy := MIGStrategy(pools)
 	v.MIG.Strategy = strategy
 	if strategy == "none" {
 		v.MIG.Strategy = "single" // the chart's default; nothing is partitioned
 	}
-	v.MIGManager.Enabled = strategy != "none"
+	migOn := strategy != "none"
+	v.MIGManager = operand{Enabled: &migOn, Resources: &smallAgent}
+	v.DevicePlugin.Resources = smallAgent
 	c := &v.DevicePlugin.Config
 	c.Create, c.Name, c.Default, c.Data = true, DevicePluginConfigMap, "default", devicePluginConfigs(pools)
+	v.DCGMExporter.Resources = exporterAgent
 	v.DCGMExporter.ServiceMonitor = dcgmServiceMonitor(s)
 	return merge(toMap(v), s.Values.GPUOperator)
 }
