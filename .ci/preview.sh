@@ -28,6 +28,16 @@ if [ -z "${GPU_NODE_POOLS_CHART_DIR:-}" ] && [ -d "${GPU_NODE_POOLS_SHARED:-../s
 	echo "charts from $GPU_NODE_POOLS_CHART_DIR"
 fi
 
+# AKS stacks need the azure-native provider, which cannot be built from the
+# modules served to our machines: say so before touching the stack.
+target=$(sed -n 's/^[[:space:]]*gpu-node-pools:target:[[:space:]]*\([a-z]*\).*/\1/p' "Pulumi.$STACK.yaml")
+if [ "$target" = aks ] && ! command -v pulumi-resource-azure-native >/dev/null &&
+	! pulumi plugin ls 2>/dev/null | grep -q '^azure-native .*2\.82\.0'; then
+	echo "stack $STACK targets AKS: it needs the azure-native provider 2.82.0 and Azure credentials." >&2
+	echo "On a machine with internet access: pulumi plugin install resource azure-native 2.82.0" >&2
+	exit 2
+fi
+
 pulumi stack select --create --secrets-provider passphrase --non-interactive "$STACK"
 pulumi preview --stack "$STACK" --non-interactive --diff
 
