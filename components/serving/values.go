@@ -1,0 +1,144 @@
+package serving
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/natron/gpu-node-pools/components/gpupool"
+)
+
+// Engine is how one model is served, beyond its fit facts.
+type Engine struct {
+	Model
+	// Pool is the pool the model runs on.
+	Pool gpupool.Pool
+	// MaxModelLen is vLLM's --max-model-len.
+	MaxModelLen int
+	MinReplicas int
+	// QueueDepthTarget is the waiting requests per replica before KEDA
+	// scales out.
+	QueueDepthTarget int
+	// Image is the vLLM image, repository and tag.
+	Repository, Tag string
+	// APIKeySecret names the Secret holding the API key under "api-key".
+	APIKeySecret string
+	// WeightsClaim is the ReadWriteMany claim holding the weights, filled
+	// once and mounted read-only at /models by every replica.
+	WeightsClaim string
+	// BandwidthMBps is the read bandwidth of the weights cache.
+	BandwidthMBps float64
+	// PrometheusAddress is where KEDA reads the queue depth.
+	PrometheusAddress string
+	// ServiceMonitorLabels match the cluster's Prometheus.
+	ServiceMonitorLabels map[string]string
+	// RuntimeClass is "nvidia" with the GPU operator, "" where the node's
+	// default runtime already exposes GPUs (AKS).
+	RuntimeClass  string
+	PriorityClass string
+}
+
+// APIKeyField is the key of the API key in its Secret.
+const APIKeyField = "api-key"
+
+// WeightsPath is where replicas find the weights.
+const WeightsPath = "/models"
+
+type probe struct {
+	InitialDelaySeconds int `json:"initialDelaySeconds"`
+	PeriodSeconds       int `json:"periodSeconds"`
+	FailureThreshold    int `json:"failureThreshold"`
+	HTTPGet             struct {
+		Path string `json:"path"`
+		Port int    `json:"port"`
+	} `json:"httpGet"`
+}
+
+func healthProbe(delay, period, failures int) probe {
+	p := probe{InitialDelaySeconds: delay, PeriodSeconds: period, FailureThreshold: failures}
+	p.HTTPGet.Path, p.HTTPGet.Port = "/health", 8000
+	return p
+}
+
+// VLLMValues are the vllm-stack chart's values for one model (one release
+// per model: the chart's probes are per release, and each model's startup
+// budget follows from its own weights). The chart's router is off: each
+// model is reached through its engine Service.
+func VLLMValues(e Engine) map[string]any {
+	budget := StartupBudgetSeconds(e.Weights(), e.BandwidthMBps)
+	tp := e.TensorParallel
+	hostMemGi := int(math.Max(16, math.Ceil(1.2*e.Weights()))) // weights pass through host memory while loading
+	tolerations := make([]any, len(e.Pool.Tolerations))
+	for i, t := range e.Pool.Tolerations {
+		tolerations[i] = map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect}
+	}
+	selector := []any{}
+	for k, v := range e.Pool.NodeSelector {
+		selector = append(selector, map[string]any{"key": k, "operator": "In", "values": []any{v}})
+	}
+	model := map[string]any{
+		"name":              e.Name,
+		"repository":        e.Repository,
+		"tag":               e.Tag,
+		"modelURL":          WeightsPath + "/" + e.Name,
+		"replicaCount":      max(e.MinReplicas, 1),
+		"requestCPU":        4 * tp,
+		"limitCPU":          8 * tp,
+		"requestMemory":     fmt.Sprintf("%dGi", hostMemGi),
+		"limitMemory":       fmt.Sprintf("%dGi", hostMemGi*3/2),
+		"requestGPU":        tp,
+		"requestGPUType":    "nvidia.com/gpu",
+		"runtimeClassName":  e.RuntimeClass,
+		"priorityClassName": e.PriorityClass,
+		"enableLoRA":        false,
+		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": selector}},
+		"extraVolumes": []any{map[string]any{
+			"name": "weights", "persistentVolumeClaim": map[string]any{"claimName": e.WeightsClaim, "readOnly": true},
+		}},
+		"extraVolumeMounts": []any{map[string]any{"name": "weights", "mountPath": WeightsPath, "readOnly": true}},
+		"vllmConfig": map[string]any{
+			"tensorParallelSize":   tp,
+			"maxModelLen":          e.MaxModelLen,
+			"gpuMemoryUtilization": e.GPUMemoryUtilization,
+			"dtype":                e.Dtype,
+		},
+		"keda": map[string]any{
+			"enabled":         true,
+			"minReplicaCount": e.MinReplicas,
+			"maxReplicaCount": e.MaxReplicas,
+			"pollingInterval": 15,
+			// weights take minutes to load: do not scale in on a lull
+			"cooldownPeriod": 600,
+			"triggers": []any{map[string]any{
+				"type": "prometheus",
+				"metadata": map[string]any{
+					"serverAddress": e.PrometheusAddress,
+					"query":         fmt.Sprintf(`sum(vllm:num_requests_waiting{model_name=%q})`, WeightsPath+"/"+e.Name),
+					"threshold":     fmt.Sprint(e.QueueDepthTarget),
+				},
+			}},
+		},
+	}
+	return toMap(map[string]any{
+		"servingEngineSpec": map[string]any{
+			"enableEngine":   true,
+			"vllmApiKey":     map[string]any{"secretName": e.APIKeySecret, "secretKey": APIKeyField},
+			"tolerations":    tolerations,
+			"startupProbe":   healthProbe(15, 10, int(math.Ceil(float64(budget)/10))),
+			"readinessProbe": healthProbe(15, 10, 3),
+			"livenessProbe":  healthProbe(15, 15, 4),
+			"serviceMonitor": map[string]any{"enabled": true, "interval": "15s", "additionalLabels": e.ServiceMonitorLabels},
+			"modelSpec":      []any{model},
+		},
+		"routerSpec": map[string]any{"enableRouter": false},
+	})
+}
+
+// toMap normalises values to JSON shapes (numbers as float64), as Helm and
+// the tests see them.
+func toMap(v any) map[string]any {
+	b, _ := json.Marshal(v) // plain maps, strings and numbers only
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
