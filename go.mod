@@ -7,7 +7,9 @@ require (
 	github.com/prometheus/prometheus v0.314.0
 	github.com/pulumi/pulumi-azure-native-sdk/containerservice/v2 v2.82.0
 	github.com/pulumi/pulumi-kubernetes/sdk/v4 v4.25.0
+	github.com/pulumi/pulumi-random/sdk/v4 v4.18.4
 	github.com/pulumi/pulumi/sdk/v3 v3.274.1
+	github.com/stretchr/testify v1.12.1
 	helm.sh/helm/v3 v3.22.0
 	sigs.k8s.io/yaml v1.6.0
 )

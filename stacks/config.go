@@ -5,9 +5,12 @@ package stacks
 import (
 	"strings"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/serving"
 )
 
 // Namespace is the config namespace, the Pulumi project name.
@@ -32,6 +35,29 @@ type Config struct {
 	Pools   []gpupool.Spec `json:"pools"`
 	// Platform is the GPU platform layer on top of the pools.
 	Platform platform.Spec `json:"platform,omitempty"`
+	// Storage is where model weights live.
+	Storage *StorageConfig `json:"storage,omitempty"`
+	// Serving are the model serving settings.
+	Serving ServingConfig `json:"serving,omitempty"`
+	// Models are served with vLLM on the pools.
+	Models []serving.ModelSpec `json:"models,omitempty"`
+	// BatchJobs run off-peak on the pools.
+	BatchJobs []serving.BatchJobSpec `json:"batchJobs,omitempty"`
+}
+
+// StorageConfig is the weights store with its credentials (secrets).
+type StorageConfig struct {
+	serving.StorageSpec
+	AccessKey  Secret `json:"accessKey,omitempty"`
+	SecretKey  Secret `json:"secretKey,omitempty"`
+	AccountKey Secret `json:"accountKey,omitempty"`
+}
+
+// ServingConfig are the serving options plus the API key a stack may
+// supply (as a secret) instead of a generated one.
+type ServingConfig struct {
+	serving.Options
+	APIKey Secret `json:"apiKey,omitempty"`
 }
 
 // AKSConfig names the customer's existing AKS cluster.
@@ -80,8 +106,39 @@ func (c *Config) ProtectFor(stack string) bool {
 }
 
 // configKeys are the top-level keys, in documentation order.
-var configKeys = []string{"target", "aks", "natron", "renderDir", "protect", "pools", "platform"}
+var configKeys = []string{"target", "aks", "natron", "renderDir", "protect", "pools", "platform", "storage", "serving", "models", "batchJobs"}
 
 // ChartDirEnv is read when platform.chartDir is not set: a local directory
 // of chart archives for offline rendering (tests, these build machines).
 const ChartDirEnv = "GPU_NODE_POOLS_CHART_DIR"
+
+// Env is the rclone configuration of the "src" remote the download Jobs
+// read weights from, credentials as Pulumi secrets.
+func (s *StorageConfig) Env() pulumi.StringMap {
+	secret := func(v Secret) pulumi.StringInput {
+		return pulumi.ToSecret(pulumi.String(string(v))).(pulumi.StringOutput)
+	}
+	if s.Kind == serving.AzureBlob {
+		env := pulumi.StringMap{
+			"RCLONE_CONFIG_SRC_TYPE":    pulumi.String("azureblob"),
+			"RCLONE_CONFIG_SRC_ACCOUNT": pulumi.String(s.Account),
+		}
+		if s.AccountKey != "" {
+			env["RCLONE_CONFIG_SRC_KEY"] = secret(s.AccountKey)
+		} else {
+			env["RCLONE_CONFIG_SRC_ENV_AUTH"] = pulumi.String("true") // workload identity
+		}
+		return env
+	}
+	env := pulumi.StringMap{
+		"RCLONE_CONFIG_SRC_TYPE":              pulumi.String("s3"),
+		"RCLONE_CONFIG_SRC_PROVIDER":          pulumi.String("Other"),
+		"RCLONE_CONFIG_SRC_ENDPOINT":          pulumi.String(s.Endpoint),
+		"RCLONE_CONFIG_SRC_ACCESS_KEY_ID":     secret(s.AccessKey),
+		"RCLONE_CONFIG_SRC_SECRET_ACCESS_KEY": secret(s.SecretKey),
+	}
+	if s.Region != "" {
+		env["RCLONE_CONFIG_SRC_REGION"] = pulumi.String(s.Region)
+	}
+	return env
+}

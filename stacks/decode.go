@@ -3,6 +3,7 @@ package stacks
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"reflect"
@@ -60,6 +61,14 @@ func load(raw map[string]string, getenv func(string) string) (*Config, error) {
 		for i, item := range items {
 			p := fmt.Sprintf("pools[%d]", i)
 			skip[p] = !decodeStrict(&ps, key(p), string(item), &cfg.Pools[i])
+		}
+	}
+	for _, b := range []struct {
+		k    string
+		into any
+	}{{"storage", &cfg.Storage}, {"serving", &cfg.Serving}, {"models", &cfg.Models}, {"batchJobs", &cfg.BatchJobs}} {
+		if v := raw[b.k]; !emptyObject(v) && strings.TrimSpace(v) != "[]" {
+			skip[b.k] = !decodeStrict(&ps, key(b.k), v, b.into)
 		}
 	}
 	if v := raw["platform"]; !emptyObject(v) {
@@ -170,6 +179,13 @@ func jsonFields(t reflect.Type) ([]string, map[string]reflect.Type) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			// an embedded struct's fields are the outer object's keys
+			n, ts := jsonFields(f.Type)
+			names = append(names, n...)
+			maps.Copy(types, ts)
+			continue
+		}
 		if name == "" || name == "-" || !f.IsExported() {
 			continue
 		}

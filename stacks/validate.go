@@ -73,6 +73,9 @@ func validate(cfg *Config, skip map[string]bool) []Problem {
 	if !skip["platform"] {
 		validatePlatform(&ps, cfg)
 	}
+	if !skip["pools"] {
+		validateServing(&ps, cfg, skip)
+	}
 	if skip["pools"] {
 		return ps
 	}

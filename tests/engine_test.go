@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,7 +46,7 @@ func TestEngineDevStack(t *testing.T) {
 	}
 	// A known marker in every secret config value: it must never show up
 	// in plain text in the state, the outputs or the rendered files.
-	for _, k := range []string{"natron.kubeconfig", "natron.managementKubeconfig"} {
+	for _, k := range []string{"natron.kubeconfig", "natron.managementKubeconfig", "storage.accessKey", "storage.secretKey", "serving.apiKey"} {
 		v := auto.ConfigValue{Value: pulumitest.SecretMarker + "-" + k, Secret: true}
 		if err := s.SetConfigWithOptions(ctx, "gpu-node-pools:"+k, v, &auto.ConfigOptions{Path: true}); err != nil {
 			t.Fatal(err)
@@ -76,6 +77,7 @@ func TestEngineDevStack(t *testing.T) {
 	// The Helm chart component brings the engine's built-in pulumi provider.
 	want := append([]string{"pulumi:pulumi:Stack::gpu-node-pools-dev", "pulumi:providers:pulumi::default", k8sProvider + "::management", k8sProvider + "::workload"},
 		platformResources("gpu-operator")...)
+	want = append(want, servingResources([]string{"llama3-8b"}, nil, nil, false, true)...)
 	for _, p := range []string{"infer", "train", "notebook"} {
 		want = append(want, metalPoolType+"::"+p, mdType+"::"+p+"-deployment", kctType+"::"+p+"-bootstrap", m3mtType+"::"+p+"-machines")
 	}
@@ -105,12 +107,20 @@ func TestEngineDevStack(t *testing.T) {
 		t.Errorf("pool facts in outputs: %v", pools)
 	}
 	for k, o := range up.Outputs {
-		if o.Secret {
-			t.Errorf("output %s is secret, but the program exports no secret", k)
+		if o.Secret != (k == "apiKey") {
+			t.Errorf("output %s: secret %v; only apiKey is secret", k, o.Secret)
 		}
 	}
-	if b, _ := json.Marshal(up.Outputs); strings.Contains(string(b), pulumitest.SecretMarker) {
-		t.Error("a secret marker leaked into the stack outputs")
+	if up.Outputs["apiKey"].Value != pulumitest.SecretMarker+"-serving.apiKey" {
+		t.Errorf("apiKey output is not the configured key")
+	}
+	if ext := fmt.Sprint(up.Outputs["externalSecrets"].Value); !strings.Contains(ext, "gpu-node-pools-api-key") || !strings.Contains(ext, "gpu-node-pools-storage") {
+		t.Errorf("externalSecrets output %s: a render stack must name the Secrets to provide", ext)
+	}
+	for k, o := range up.Outputs {
+		if b, _ := json.Marshal(o.Value); !o.Secret && strings.Contains(string(b), pulumitest.SecretMarker) {
+			t.Errorf("a secret marker leaked into the plain stack output %s", k)
+		}
 	}
 
 	// A second preview changes nothing.

@@ -50,10 +50,10 @@ func TestPlatformOnAKSUnderMocks(t *testing.T) {
 	if got := str(dp.Inputs, "values", "migStrategy"); got != "single" {
 		t.Errorf("prod has one MIG profile (MIG3g): migStrategy %q, want single", got)
 	}
-	dcgm, _ := m.ByName(chartType, "gpu-dcgm-exporter")
-	if str(dcgm.Inputs, "values", "serviceMonitor", "additionalLabels", "release") != "kube-prometheus-stack" ||
-		str(dcgm.Inputs, "values", "serviceMonitor", "interval") != "15s" {
-		t.Errorf("ServiceMonitor values: %v", mappable(dig(dcgm.Inputs, "values", "serviceMonitor")))
+	sm, ok := m.ByName("kubernetes:monitoring.coreos.com/v1:ServiceMonitor", "gpu-dcgm-servicemonitor")
+	if !ok || str(sm.Inputs, "metadata", "labels", "release") != "kube-prometheus-stack" ||
+		!strings.Contains(dig(sm.Inputs, "spec", "endpoints").String(), "15s") {
+		t.Errorf("DCGM ServiceMonitor: %v", sm.Inputs.Mappable())
 	}
 	checks += checkPlatformCommon(t, m)
 	if checks != 2+4 {

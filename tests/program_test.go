@@ -36,6 +36,45 @@ const (
 	ruleType       = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 )
 
+// servingResources are model serving's resources: per model and batch job,
+// with a generated API key when the stack brings none.
+func servingResources(models, public, batch []string, generatedKey, rendering bool) []string {
+	out := []string{
+		"gpu-node-pools:serving:ModelServing::serving",
+		namespaceType + "::serving-namespace",
+		"kubernetes:scheduling.k8s.io/v1:PriorityClass::serving-gpu-serving",
+		"kubernetes:scheduling.k8s.io/v1:PriorityClass::serving-gpu-batch",
+	}
+	if !rendering { // rendered files never hold secret values
+		out = append(out, "kubernetes:core/v1:Secret::serving-api-key-secret")
+		if len(models) > 0 {
+			out = append(out, "kubernetes:core/v1:Secret::serving-storage-secret")
+		}
+	}
+	if generatedKey {
+		out = append(out, "random:index/randomPassword:RandomPassword::serving-api-key")
+	}
+	if len(models) > 0 {
+		out = append(out, "kubernetes:core/v1:ServiceAccount::serving-download-sa")
+		if !rendering {
+			out = append(out, namespaceType+"::serving-keda-namespace", chartType+"::serving-keda")
+		}
+	}
+	for _, m := range models {
+		out = append(out, "kubernetes:core/v1:PersistentVolumeClaim::serving-"+m+"-weights", "kubernetes:batch/v1:Job::serving-"+m+"-download",
+			"kubernetes:keda.sh/v1alpha1:ScaledObject::serving-"+m+"-scaling",
+			"kubernetes:monitoring.coreos.com/v1:ServiceMonitor::serving-"+m+"-servicemonitor",
+			chartType+"::serving-"+m, "kubernetes:networking.k8s.io/v1:NetworkPolicy::serving-"+m+"-netpol")
+	}
+	for _, m := range public {
+		out = append(out, "kubernetes:networking.k8s.io/v1:Ingress::serving-"+m+"-ingress")
+	}
+	for _, b := range batch {
+		out = append(out, "kubernetes:batch/v1:CronJob::serving-batch-"+b)
+	}
+	return out
+}
+
 // platformResources are the platform layer's resources for a GPU stack.
 func platformResources(charts ...string) []string {
 	out := []string{
@@ -47,6 +86,9 @@ func platformResources(charts ...string) []string {
 	}
 	for _, c := range charts {
 		out = append(out, chartType+"::gpu-"+c)
+		if c == "dcgm-exporter" {
+			out = append(out, "kubernetes:monitoring.coreos.com/v1:ServiceMonitor::gpu-dcgm-servicemonitor")
+		}
 	}
 	return out
 }
@@ -119,6 +161,7 @@ func TestProdStackUnderMocks(t *testing.T) {
 	m, pools := runStack(t, "prod")
 
 	want := append([]string{k8sProvider + "::workload"}, platformResources("nvidia-device-plugin", "dcgm-exporter")...)
+	want = append(want, servingResources([]string{"llama3-8b", "llama3-70b"}, []string{"llama3-8b", "llama3-70b"}, []string{"embed-nightly"}, true, false)...)
 	for _, p := range pools {
 		want = append(want, aksPoolType+"::"+p.Name, agentPoolType+"::"+p.Name+"-agentpool")
 	}
@@ -126,8 +169,8 @@ func TestProdStackUnderMocks(t *testing.T) {
 	if diff := cmp.Diff(want, names(m)); diff != "" {
 		t.Fatalf("resources (-want +got):\n%s", diff)
 	}
-	if len(pools) != 3 {
-		t.Fatalf("prod stack should have 3 pools (on-demand A100, spot H100, ND-series), has %d", len(pools))
+	if len(pools) < 3 || !pools[1].Spot || !strings.HasPrefix(pools[2].SKU, "Standard_ND") {
+		t.Fatalf("prod stack should have an on-demand A100, a spot H100 and an ND-series pool, has %+v", pools)
 	}
 
 	checked := 0
@@ -209,6 +252,7 @@ func TestDevStackUnderMocks(t *testing.T) {
 	m, pools := runStack(t, "dev")
 
 	want := append([]string{k8sProvider + "::management", k8sProvider + "::workload"}, platformResources("gpu-operator")...)
+	want = append(want, servingResources([]string{"llama3-8b"}, nil, nil, false, true)...)
 	for _, p := range pools {
 		want = append(want, metalPoolType+"::"+p.Name, mdType+"::"+p.Name+"-deployment",
 			kctType+"::"+p.Name+"-bootstrap", m3mtType+"::"+p.Name+"-machines")

@@ -159,17 +159,38 @@ func TestDCGMExporterChartOnProd(t *testing.T) {
 		t.Fatalf("want 1 DaemonSet, got %d", len(dss))
 	}
 	checkGPUDaemonSet(t, dss[0], true, "exporter")
-	sms := ofKind(objs, "ServiceMonitor")
-	if len(sms) != 1 {
-		t.Fatalf("want 1 ServiceMonitor, got %d", len(sms))
+	if sms := ofKind(objs, "ServiceMonitor"); len(sms) != 0 {
+		t.Fatalf("the chart's ServiceMonitor is off (ours renders offline), got %d", len(sms))
 	}
-	sm := sms[0]
+	// The program's ServiceMonitor must find the Service the chart rendered.
+	sm := platform.DCGMExporterServiceMonitor(spec)
+	svcs := ofKind(objs, "Service")
+	if len(svcs) != 1 {
+		t.Fatalf("want 1 Service, got %d", len(svcs))
+	}
+	checkServiceMonitorFinds(t, sm, svcs[0])
 	ep := get(sm, "spec", "endpoints").([]any)[0]
 	if get(sm, "metadata", "labels", "release") != "kube-prometheus-stack" || get(ep, "interval") != "15s" {
 		t.Errorf("ServiceMonitor labels %v, interval %v", get(sm, "metadata", "labels"), get(ep, "interval"))
 	}
 	if rl := get(ep, "relabelings"); !strings.Contains(toJSON(rl), `"targetLabel":"node"`) {
 		t.Errorf("ServiceMonitor relabelings %v lack the node label", rl)
+	}
+}
+
+// checkServiceMonitorFinds asserts a ServiceMonitor's selector matches the
+// Service's labels, in its namespace, on a port the Service has.
+func checkServiceMonitorFinds(t *testing.T, sm, svc map[string]any) {
+	t.Helper()
+	labels, _ := get(svc, "metadata", "labels").(map[string]any)
+	for k, v := range get(sm, "spec", "selector", "matchLabels").(map[string]any) {
+		if labels[k] != v {
+			t.Errorf("ServiceMonitor selects %s=%v, Service %v has %v", k, v, get(svc, "metadata", "name"), labels[k])
+		}
+	}
+	port := get(sm, "spec", "endpoints").([]any)[0].(map[string]any)["port"]
+	if !strings.Contains(toJSON(get(svc, "spec", "ports")), `"name":"`+port.(string)+`"`) {
+		t.Errorf("Service %v has no port %v", get(svc, "metadata", "name"), port)
 	}
 }
 

@@ -120,6 +120,21 @@ func NewGPUPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi
 		p.Releases = append(p.Releases, r.Name)
 	}
 
+	if s.GPUStack == DevicePlugin { // the operator brings its own
+		sm := DCGMExporterServiceMonitor(s)
+		if _, err := apiextensions.NewCustomResource(ctx, name+"-dcgm-servicemonitor", &apiextensions.CustomResourceArgs{
+			ApiVersion: pulumi.String("monitoring.coreos.com/v1"),
+			Kind:       pulumi.String("ServiceMonitor"),
+			Metadata: &metav1.ObjectMetaArgs{
+				Name: pulumi.String("dcgm-exporter"), Namespace: pulumi.String(s.Namespace),
+				Labels: pulumi.ToStringMap(s.Monitoring.ServiceMonitorLabels),
+			},
+			OtherFields: kubernetes.UntypedArgs{"spec": sm["spec"]},
+		}, inNS...); err != nil {
+			return nil, fmt.Errorf("gpu platform %s: service monitor: %w", name, err)
+		}
+	}
+
 	rule := PrometheusRule(s, "gpu-node-pools-gpu")
 	if _, err := apiextensions.NewCustomResource(ctx, name+"-alerts", &apiextensions.CustomResourceArgs{
 		ApiVersion: pulumi.String("monitoring.coreos.com/v1"),

@@ -142,16 +142,17 @@ type dcgmExporterValues struct {
 	NodeSelector   map[string]string `json:"nodeSelector"`
 	Tolerations    []toleration      `json:"tolerations"`
 	Resources      resources         `json:"resources"`
-	ServiceMonitor serviceMonitor    `json:"serviceMonitor"`
+	ServiceMonitor enabled           `json:"serviceMonitor"`
 }
 
-// DCGMExporterValues are the dcgm-exporter chart's values.
+// DCGMExporterValues are the dcgm-exporter chart's values. Its
+// ServiceMonitor is the program's own (DCGMExporterServiceMonitor).
 func DCGMExporterValues(s Spec, pools []gpupool.Pool) map[string]any {
 	return merge(toMap(dcgmExporterValues{
 		NodeSelector:   gpuNodeSelector,
 		Tolerations:    Tolerations(pools),
 		Resources:      exporterAgent,
-		ServiceMonitor: dcgmServiceMonitor(s),
+		ServiceMonitor: enabled{Enabled: false},
 	}), s.Values.DCGMExporter)
 }
 

@@ -75,17 +75,18 @@ func TestDCGMExporterValues(t *testing.T) {
 			"requests": map[string]any{"cpu": "100m", "memory": "128Mi"},
 			"limits":   map[string]any{"cpu": "1", "memory": "1Gi"},
 		},
-		"serviceMonitor": map[string]any{
-			"enabled":          true,
-			"interval":         "30s",
-			"additionalLabels": map[string]any{"prometheus": "platform"},
-			"relabelings": []any{map[string]any{
-				"sourceLabels": []any{"__meta_kubernetes_pod_node_name"}, "targetLabel": "node", "action": "replace",
-			}},
-		},
+		// the program writes its own ServiceMonitor (it renders offline)
+		"serviceMonitor": map[string]any{"enabled": false},
 	}
 	if diff := cmp.Diff(want, DCGMExporterValues(s, []gpupool.Pool{{Name: "a"}})); diff != "" {
 		t.Errorf("DCGMExporterValues mismatch (-want +got):\n%s", diff)
+	}
+	sm := DCGMExporterServiceMonitor(s)
+	if diff := cmp.Diff(map[string]any{"prometheus": "platform"}, sm["metadata"].(map[string]any)["labels"]); diff != "" {
+		t.Errorf("ServiceMonitor labels: %s", diff)
+	}
+	if ep := sm["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any); ep["interval"] != "30s" {
+		t.Errorf("ServiceMonitor interval %v", ep["interval"])
 	}
 	if s.Monitoring.RuleLabels["prometheus"] != "platform" {
 		t.Errorf("rule labels default to the ServiceMonitor labels, got %v", s.Monitoring.RuleLabels)

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/plain"
+	"github.com/natron/gpu-node-pools/components/platform"
 )
 
 // Engine is how one model is served, beyond its fit facts.
@@ -19,8 +22,8 @@ type Engine struct {
 	// QueueDepthTarget is the waiting requests per replica before KEDA
 	// scales out.
 	QueueDepthTarget int
-	// Image is the vLLM image, repository and tag.
-	Repository, Tag string
+	// Image is the vLLM image, repository:tag.
+	Image string
 	// APIKeySecret names the Secret holding the API key under "api-key".
 	APIKeySecret string
 	// WeightsClaim is the ReadWriteMany claim holding the weights, filled
@@ -73,13 +76,13 @@ func VLLMValues(e Engine) map[string]any {
 		tolerations[i] = map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect}
 	}
 	selector := []any{}
-	for k, v := range e.Pool.NodeSelector {
-		selector = append(selector, map[string]any{"key": k, "operator": "In", "values": []any{v}})
+	for _, k := range plain.SortedKeys(e.Pool.NodeSelector) {
+		selector = append(selector, map[string]any{"key": k, "operator": "In", "values": []any{e.Pool.NodeSelector[k]}})
 	}
 	model := map[string]any{
 		"name":              e.Name,
-		"repository":        e.Repository,
-		"tag":               e.Tag,
+		"repository":        imageRepo(e.Image),
+		"tag":               imageTag(e.Image),
 		"modelURL":          WeightsPath + "/" + e.Name,
 		"replicaCount":      max(e.MinReplicas, 1),
 		"requestCPU":        4 * tp,
@@ -96,14 +99,71 @@ func VLLMValues(e Engine) map[string]any {
 			"name": "weights", "persistentVolumeClaim": map[string]any{"claimName": e.WeightsClaim, "readOnly": true},
 		}},
 		"extraVolumeMounts": []any{map[string]any{"name": "weights", "mountPath": WeightsPath, "readOnly": true}},
+		"initContainer":     WaitForWeights(e.Name),
 		"vllmConfig": map[string]any{
 			"tensorParallelSize":   tp,
 			"maxModelLen":          e.MaxModelLen,
 			"gpuMemoryUtilization": e.GPUMemoryUtilization,
 			"dtype":                e.Dtype,
 		},
-		"keda": map[string]any{
-			"enabled":         true,
+		// scaling is a ScaledObject of our own (ScaledObject below): the
+		// chart's would need KEDA's CRDs known even when only rendering
+		"keda": map[string]any{"enabled": false},
+	}
+	return toMap(map[string]any{
+		"servingEngineSpec": map[string]any{
+			"enableEngine":   true,
+			"vllmApiKey":     map[string]any{"secretName": e.APIKeySecret, "secretKey": APIKeyField},
+			"tolerations":    tolerations,
+			"startupProbe":   healthProbe(15, 10, int(math.Ceil(float64(budget)/10))),
+			"readinessProbe": healthProbe(15, 10, 3),
+			"livenessProbe":  healthProbe(15, 15, 4),
+			// the program writes the ServiceMonitor (EngineServiceMonitor)
+			"serviceMonitor": map[string]any{"enabled": false},
+			// replaces the chart's sample labels (environment: test, ...)
+			"labels":    map[string]any{"gpu-node-pools/model": e.Name},
+			"modelSpec": []any{model},
+		},
+		"routerSpec": map[string]any{"enableRouter": false},
+	})
+}
+
+// toMap normalises values to JSON shapes (numbers as float64), as Helm and
+// the tests see them.
+func toMap(v any) map[string]any {
+	b, _ := json.Marshal(v) // plain maps, strings and numbers only
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+func imageRepo(image string) string {
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[:i]
+	}
+	return image
+}
+
+func imageTag(image string) string {
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[i+1:]
+	}
+	return "latest"
+}
+
+// DeploymentName is the engine Deployment the chart creates for a model.
+func DeploymentName(model string) string { return Release(model) + "-" + model + "-deployment-vllm" }
+
+// ScaledObject scales a model's engine on its inference queue depth (vLLM's
+// waiting requests per replica), not on CPU, within the configured and
+// fit-checked replica bounds.
+func ScaledObject(ns string, e Engine) map[string]any {
+	return map[string]any{
+		"apiVersion": "keda.sh/v1alpha1",
+		"kind":       "ScaledObject",
+		"metadata":   map[string]any{"name": "model-" + e.Name, "namespace": ns},
+		"spec": map[string]any{
+			"scaleTargetRef":  map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": DeploymentName(e.Name)},
 			"minReplicaCount": e.MinReplicas,
 			"maxReplicaCount": e.MaxReplicas,
 			"pollingInterval": 15,
@@ -119,26 +179,11 @@ func VLLMValues(e Engine) map[string]any {
 			}},
 		},
 	}
-	return toMap(map[string]any{
-		"servingEngineSpec": map[string]any{
-			"enableEngine":   true,
-			"vllmApiKey":     map[string]any{"secretName": e.APIKeySecret, "secretKey": APIKeyField},
-			"tolerations":    tolerations,
-			"startupProbe":   healthProbe(15, 10, int(math.Ceil(float64(budget)/10))),
-			"readinessProbe": healthProbe(15, 10, 3),
-			"livenessProbe":  healthProbe(15, 15, 4),
-			"serviceMonitor": map[string]any{"enabled": true, "interval": "15s", "additionalLabels": e.ServiceMonitorLabels},
-			"modelSpec":      []any{model},
-		},
-		"routerSpec": map[string]any{"enableRouter": false},
-	})
 }
 
-// toMap normalises values to JSON shapes (numbers as float64), as Helm and
-// the tests see them.
-func toMap(v any) map[string]any {
-	b, _ := json.Marshal(v) // plain maps, strings and numbers only
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return m
+// EngineServiceMonitor scrapes a model's engine Service for vLLM's metrics.
+func EngineServiceMonitor(ns string, e Engine) map[string]any {
+	return platform.ServiceMonitor("model-"+e.Name, ns, e.ServiceMonitorLabels,
+		map[string]string{"app.kubernetes.io/instance": Release(e.Name), "app.kubernetes.io/component": "serving-engine"},
+		"service-port", "15s")
 }

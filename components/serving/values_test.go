@@ -34,7 +34,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	e := serving.Engine{
 		Model: serving.Model{Name: "llama3-70b", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 4, GPUMemoryUtilization: 0.9, MaxReplicas: 4},
 		Pool:  pool, MaxModelLen: 8192, MinReplicas: 0, QueueDepthTarget: 5,
-		Repository: "vllm/vllm-openai", Tag: "v0.11.0",
+		Image:        "vllm/vllm-openai:v0.11.0",
 		APIKeySecret: "gpu-node-pools-api-key", WeightsClaim: "weights-llama3-70b", BandwidthMBps: 500,
 		PrometheusAddress:    "http://prometheus-operated.monitoring.svc:9090",
 		ServiceMonitorLabels: map[string]string{"release": "kube-prometheus-stack"},
@@ -87,10 +87,67 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	if s := fmt.Sprint(get(c, "env")); !strings.Contains(s, "gpu-node-pools-api-key") {
 		t.Errorf("API key not taken from its Secret: %s", s)
 	}
-	if len(byKind["ScaledObject"]) != 1 || !strings.Contains(fmt.Sprint(get(byKind["ScaledObject"][0], "spec", "triggers")), "vllm:num_requests_waiting") {
-		t.Errorf("ScaledObject on queue depth: %v", byKind["ScaledObject"])
+	if len(byKind["ScaledObject"]) != 0 {
+		t.Errorf("the chart's ScaledObject is off; the program writes its own: %v", byKind["ScaledObject"])
 	}
-	if len(byKind["ServiceMonitor"]) == 0 {
-		t.Error("no ServiceMonitor for the engine")
+	// Our ScaledObject targets the Deployment the chart rendered.
+	so := serving.ScaledObject("models", e)
+	if get(so, "spec", "scaleTargetRef", "name") != get(byKind["Deployment"][0], "metadata", "name") {
+		t.Errorf("ScaledObject targets %v, the chart rendered %v", get(so, "spec", "scaleTargetRef", "name"), get(byKind["Deployment"][0], "metadata", "name"))
+	}
+	if !strings.Contains(fmt.Sprint(get(so, "spec", "triggers")), "vllm:num_requests_waiting") || get(so, "spec", "maxReplicaCount") != 4 {
+		t.Errorf("ScaledObject on queue depth: %v", so)
+	}
+	if len(byKind["ServiceMonitor"]) != 0 {
+		t.Error("the chart's ServiceMonitor is off: ours renders offline")
+	}
+	// Our ServiceMonitor must find the engine Service the chart rendered.
+	sm := serving.EngineServiceMonitor("models", e)
+	var svc map[string]any
+	for _, s := range byKind["Service"] {
+		if get(s, "metadata", "name") == serving.ServiceName("llama3-70b") {
+			svc = s
+		}
+	}
+	if svc == nil {
+		t.Fatalf("no Service %s rendered", serving.ServiceName("llama3-70b"))
+	}
+	labels, _ := get(svc, "metadata", "labels").(map[string]any)
+	for k, v := range get(sm, "spec", "selector", "matchLabels").(map[string]any) {
+		if labels[k] != v {
+			t.Errorf("ServiceMonitor selects %s=%v, the Service has %v", k, v, labels[k])
+		}
+	}
+	if !strings.Contains(fmt.Sprint(get(svc, "spec", "ports")), "service-port") {
+		t.Errorf("Service ports %v lack service-port", get(svc, "spec", "ports"))
+	}
+	// The NetworkPolicy must select the engine pods.
+	podLabels, _ := get(byKind["Deployment"][0], "spec", "template", "metadata", "labels").(map[string]any)
+	np := serving.NetworkPolicy("models", "llama3-70b", serving.Options{}.Defaults(false))
+	for k, v := range get(np, "spec", "podSelector", "matchLabels").(map[string]any) {
+		if podLabels[k] != v {
+			t.Errorf("NetworkPolicy selects %s=%v, engine pods have %v", k, v, podLabels[k])
+		}
+	}
+	if s := fmt.Sprint(get(pod, "initContainers")); !strings.Contains(s, "wait-for-weights") || !strings.Contains(s, "/models") {
+		t.Errorf("init container waiting for the weights: %s", s)
+	}
+}
+
+// The KEDA chart the program installs renders offline at its pinned version
+// and brings the ScaledObject CRD the engines' autoscaling needs.
+func TestKEDAChartRenders(t *testing.T) {
+	t.Parallel()
+	c := serving.KEDAChart
+	archive := filepath.Join(pulumitest.SharedDir(t), "charts", c.Name+"-"+c.Version+".tgz")
+	objs := pulumitest.RenderChart(t, archive, "keda", "keda", map[string]any{}, true)
+	var operator, crd bool
+	for _, o := range objs {
+		name := fmt.Sprint(get(o, "metadata", "name"))
+		operator = operator || (o["kind"] == "Deployment" && name == "keda-operator")
+		crd = crd || (o["kind"] == "CustomResourceDefinition" && name == "scaledobjects.keda.sh")
+	}
+	if !operator || !crd {
+		t.Errorf("keda chart: operator %v, ScaledObject CRD %v", operator, crd)
 	}
 }

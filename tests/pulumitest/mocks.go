@@ -35,6 +35,9 @@ type Mocks struct {
 	calls     []pulumi.MockCallArgs
 }
 
+// GeneratedSecret is the "random" password the mocks generate.
+const GeneratedSecret = "generated-" + SecretMarker
+
 // AKSKubeconfig is what the mocked Azure API returns as the user kubeconfig.
 const AKSKubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# mock aks user kubeconfig\n"
 
@@ -52,8 +55,13 @@ func (m *Mocks) NewResource(args pulumi.MockResourceArgs) (string, resource.Prop
 	m.resources = append(m.resources, r)
 	m.mu.Unlock()
 	state := args.Inputs.Copy()
-	if args.TypeToken == "azure-native:containerservice:AgentPool" {
+	switch args.TypeToken {
+	case "azure-native:containerservice:AgentPool":
 		state["provisioningState"] = resource.NewStringProperty("Succeeded")
+	case "random:index/randomPassword:RandomPassword":
+		// what the random provider would generate, marked so tests can
+		// search for it; the provider marks it secret
+		state["result"] = resource.MakeSecret(resource.NewStringProperty(GeneratedSecret))
 	}
 	return args.Name + "-id", state, nil
 }

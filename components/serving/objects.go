@@ -1,0 +1,224 @@
+package serving
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/plain"
+)
+
+// Names of the shared objects.
+const (
+	APIKeySecret    = "gpu-node-pools-api-key"
+	StorageSecret   = "gpu-node-pools-storage"
+	ServingPriority = "gpu-serving"
+	BatchPriority   = "gpu-batch"
+	rcloneImage     = "rclone/rclone:1.68"
+	waitImage       = "busybox:1.37"
+)
+
+// Release is the Helm release name of a model.
+func Release(model string) string { return "vllm-" + model }
+
+// ServiceName is the in-cluster Service of a model's engine (chart naming).
+func ServiceName(model string) string { return Release(model) + "-" + model + "-engine-service" }
+
+// Endpoint is the model's in-cluster OpenAI-compatible endpoint.
+func Endpoint(ns, model string) string {
+	return fmt.Sprintf("http://%s.%s.svc/v1", ServiceName(model), ns)
+}
+
+// WeightsClaim names a model's weights cache.
+func WeightsClaim(model string) string { return "weights-" + model }
+
+// WeightsClaimGi sizes the cache: the weights plus a tenth and 10 Gi for
+// tokenizer files and the download's temporary files.
+func WeightsClaimGi(weightsGB float64) int {
+	return int(math.Ceil(weightsGB*1e9/(1<<30)*1.1)) + 10
+}
+
+// rcloneSource turns a config source into an rclone path on the remote
+// "src" (configured from the storage Secret's RCLONE_CONFIG_SRC_* keys).
+func rcloneSource(source string) string {
+	for _, p := range []string{"s3://", "az://"} {
+		if rest, ok := strings.CutPrefix(source, p); ok {
+			return "src:" + rest
+		}
+	}
+	return "src:" + source
+}
+
+// DownloadServiceAccount runs the download Jobs; with workload identity it
+// carries the managed identity's client ID.
+const DownloadServiceAccount = "weights-download"
+
+// DownloadJob fills a model's weights cache once: a marker file records a
+// complete copy, so a rerun (or a second up) does no work.
+func DownloadJob(ns string, m ModelSpec, st StorageSpec) map[string]any {
+	dir := WeightsPath + "/" + m.Name
+	script := fmt.Sprintf(`set -e
+if [ -f %[1]s/.complete ]; then echo "weights already cached"; exit 0; fi
+rclone copy --transfers 16 --checkers 16 %[2]q %[1]s
+touch %[1]s/.complete`, dir, rcloneSource(m.Source))
+	return map[string]any{
+		"apiVersion": "batch/v1",
+		"kind":       "Job",
+		"metadata": map[string]any{
+			"name": "weights-" + m.Name, "namespace": ns,
+			"labels": map[string]any{"gpu-node-pools/model": m.Name},
+			// a 140 GB download outlasts any sensible apply timeout; the
+			// engine's init container waits for the marker instead
+			"annotations": map[string]any{"pulumi.com/skipAwait": "true"},
+		},
+		"spec": map[string]any{
+			"backoffLimit": 6,
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{
+				"azure.workload.identity/use": fmt.Sprint(st.ClientID != ""),
+			}}, "spec": map[string]any{
+				"restartPolicy":      "OnFailure",
+				"serviceAccountName": DownloadServiceAccount,
+				"containers": []any{map[string]any{
+					"name": "download", "image": rcloneImage,
+					"command": []any{"sh", "-c", script},
+					"envFrom": []any{map[string]any{"secretRef": map[string]any{"name": StorageSecret}}},
+					"resources": map[string]any{
+						"requests": map[string]any{"cpu": "500m", "memory": "512Mi"},
+						"limits":   map[string]any{"cpu": "2", "memory": "2Gi"},
+					},
+					"volumeMounts": []any{map[string]any{"name": "weights", "mountPath": WeightsPath}},
+				}},
+				"volumes": []any{map[string]any{"name": "weights", "persistentVolumeClaim": map[string]any{"claimName": WeightsClaim(m.Name)}}},
+			}},
+		},
+	}
+}
+
+// WaitForWeights is the engine's init container: no replica starts loading
+// before the cache is complete.
+func WaitForWeights(model string) map[string]any {
+	return map[string]any{
+		"name":    "wait-for-weights",
+		"image":   waitImage,
+		"command": []any{"sh", "-c"},
+		"args":    []any{fmt.Sprintf("until [ -f %s/%s/.complete ]; do echo waiting for weights; sleep 10; done", WeightsPath, model)},
+		"resources": map[string]any{
+			"requests": map[string]any{"cpu": "10m", "memory": "16Mi"},
+			"limits":   map[string]any{"cpu": "100m", "memory": "64Mi"},
+		},
+		"mountPvcStorage":   false,
+		"extraVolumeMounts": []any{map[string]any{"name": "weights", "mountPath": WeightsPath, "readOnly": true}},
+	}
+}
+
+// NetworkPolicy admits traffic to a model's engine only from the ingress
+// controller's namespace and from Prometheus.
+func NetworkPolicy(ns, model string, o Options) map[string]any {
+	from := func(namespace string) map[string]any {
+		return map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": namespace}}}
+	}
+	return map[string]any{
+		"apiVersion": "networking.k8s.io/v1",
+		"kind":       "NetworkPolicy",
+		"metadata":   map[string]any{"name": "model-" + model, "namespace": ns},
+		"spec": map[string]any{
+			"podSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": model}},
+			"policyTypes": []any{"Ingress"},
+			"ingress": []any{map[string]any{
+				"from":  []any{from(o.IngressNamespace), from(o.PrometheusNamespace)},
+				"ports": []any{map[string]any{"protocol": "TCP", "port": 8000}},
+			}},
+		},
+	}
+}
+
+// Ingress publishes a model with a hostname over TLS, the certificate issued
+// by cert-manager from the configured ClusterIssuer.
+func Ingress(ns string, m ModelSpec, o Options) map[string]any {
+	return map[string]any{
+		"apiVersion": "networking.k8s.io/v1",
+		"kind":       "Ingress",
+		"metadata": map[string]any{
+			"name": "model-" + m.Name, "namespace": ns,
+			"annotations": map[string]any{
+				"cert-manager.io/cluster-issuer": o.ClusterIssuer,
+				// long generations: do not cut streaming responses short
+				"nginx.ingress.kubernetes.io/proxy-read-timeout": "3600",
+				"nginx.ingress.kubernetes.io/proxy-body-size":    "16m",
+			},
+		},
+		"spec": map[string]any{
+			"ingressClassName": o.IngressClass,
+			"tls":              []any{map[string]any{"hosts": []any{m.Hostname}, "secretName": "model-" + m.Name + "-tls"}},
+			"rules": []any{map[string]any{
+				"host": m.Hostname,
+				"http": map[string]any{"paths": []any{map[string]any{
+					"path": "/", "pathType": "Prefix",
+					"backend": map[string]any{"service": map[string]any{"name": ServiceName(m.Name), "port": map[string]any{"number": 80}}},
+				}}},
+			}},
+		},
+	}
+}
+
+// CronJob runs a batch job off-peak on its pool, below serving in priority.
+func CronJob(ns string, j BatchJobSpec, pool gpupool.Pool, runtimeClass string) map[string]any {
+	deadline := j.DeadlineMinutes
+	if deadline == 0 {
+		deadline = 240
+	}
+	tolerations := make([]any, len(pool.Tolerations))
+	for i, t := range pool.Tolerations {
+		tolerations[i] = map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect}
+	}
+	var exprs []any
+	for _, k := range plain.SortedKeys(pool.NodeSelector) {
+		exprs = append(exprs, map[string]any{"key": k, "operator": "In", "values": []any{pool.NodeSelector[k]}})
+	}
+	gpus := fmt.Sprint(j.GPUs)
+	container := map[string]any{
+		"name": j.Name, "image": j.Image,
+		"resources": map[string]any{
+			"requests": map[string]any{"nvidia.com/gpu": gpus, "cpu": fmt.Sprint(4 * j.GPUs), "memory": fmt.Sprintf("%dGi", 16*j.GPUs)},
+			"limits":   map[string]any{"nvidia.com/gpu": gpus, "cpu": fmt.Sprint(8 * j.GPUs), "memory": fmt.Sprintf("%dGi", 32*j.GPUs)},
+		},
+	}
+	if len(j.Command) > 0 {
+		cmd := make([]any, len(j.Command))
+		for i, c := range j.Command {
+			cmd[i] = c
+		}
+		container["command"] = cmd
+	}
+	pod := map[string]any{
+		"restartPolicy":     "Never",
+		"priorityClassName": BatchPriority,
+		"tolerations":       tolerations,
+		"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+			"nodeSelectorTerms": []any{map[string]any{"matchExpressions": exprs}},
+		}}},
+		"containers": []any{container},
+	}
+	if runtimeClass != "" {
+		pod["runtimeClassName"] = runtimeClass
+	}
+	return map[string]any{
+		"apiVersion": "batch/v1",
+		"kind":       "CronJob",
+		"metadata":   map[string]any{"name": j.Name, "namespace": ns, "labels": map[string]any{"gpu-node-pools/batch": j.Name}},
+		"spec": map[string]any{
+			"schedule":                   j.Schedule,
+			"timeZone":                   "Etc/UTC",
+			"concurrencyPolicy":          "Forbid",
+			"startingDeadlineSeconds":    600,
+			"successfulJobsHistoryLimit": 3,
+			"failedJobsHistoryLimit":     3,
+			"jobTemplate": map[string]any{"spec": map[string]any{
+				"activeDeadlineSeconds": deadline * 60,
+				"backoffLimit":          1,
+				"template":              map[string]any{"spec": pod},
+			}},
+		},
+	}
+}

@@ -1,0 +1,291 @@
+package serving
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	schedulingv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/scheduling/v1"
+	"github.com/pulumi/pulumi-random/sdk/v4/go/random"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/plain"
+)
+
+// ModelServingType is the component's type token.
+const ModelServingType = "gpu-node-pools:serving:ModelServing"
+
+// Chart is where one Helm chart comes from.
+type Chart struct{ Name, Version, Repo string }
+
+// Pinned charts.
+var (
+	VLLMStackChart = Chart{Name: "vllm-stack", Version: "0.1.12", Repo: "https://vllm-project.github.io/production-stack"}
+	KEDAChart      = Chart{Name: "keda", Version: "2.20.2", Repo: "https://kedacore.github.io/charts"}
+)
+
+// Args configures model serving and batch work. Specs must be validated.
+type Args struct {
+	Options   Options // defaulted
+	Storage   StorageSpec
+	Models    []ModelSpec
+	BatchJobs []BatchJobSpec
+	// Pools are the stack's pool facts by name.
+	Pools map[string]gpupool.Pool
+	// StorageEnv are the rclone settings for the weights store, secret
+	// values included (already Pulumi secrets).
+	StorageEnv pulumi.StringMap
+	// APIKey is the models' API key; nil generates one.
+	APIKey pulumi.StringInput
+	// ChartDir holds chart archives instead of the Helm repositories.
+	ChartDir             string
+	ServiceMonitorLabels map[string]string
+	RuntimeClass         string
+	Workload             *kubernetes.Provider
+	// SkipAwait applies charts without waiting for their pods.
+	SkipAwait bool
+	// Rendering is set when the provider writes YAML instead of applying:
+	// Secrets with secret values are then not written (they would land in
+	// the files in plain text); ExternalSecrets names what to provide.
+	Rendering bool
+}
+
+// ModelServing is the models, their caches and scaling, and batch jobs.
+type ModelServing struct {
+	pulumi.ResourceState
+
+	// APIKey is the key every model expects, a secret.
+	APIKey pulumi.StringOutput
+	// Endpoints are the in-cluster and public endpoints by model.
+	Endpoints map[string]ModelEndpoint
+	// ExternalSecrets are the Secrets to create with the cluster's secret
+	// manager when rendering (their names, in the serving namespace).
+	ExternalSecrets []string
+}
+
+// ModelEndpoint is where a model answers.
+type ModelEndpoint struct {
+	Pool     string `json:"pool"`
+	Internal string `json:"internal"`
+	Public   string `json:"public,omitempty"`
+}
+
+func chartArgs(c Chart, chartDir, release, ns string, values map[string]any) *helmv4.ChartArgs {
+	a := &helmv4.ChartArgs{Name: pulumi.String(release), Namespace: pulumi.String(ns), Values: plain.Map(values)}
+	if chartDir != "" {
+		a.Chart = pulumi.String(filepath.Join(chartDir, c.Name+"-"+c.Version+".tgz"))
+		return a
+	}
+	a.Chart, a.Version = pulumi.String(c.Name), pulumi.String(c.Version)
+	a.RepositoryOpts = &helmv4.RepositoryOptsArgs{Repo: pulumi.String(c.Repo)}
+	return a
+}
+
+// object registers an unstructured object of a pure mapping.
+func object(ctx *pulumi.Context, name string, obj map[string]any, opts ...pulumi.ResourceOption) error {
+	meta, _ := obj["metadata"].(map[string]any)
+	other := kubernetes.UntypedArgs{}
+	for k, v := range obj {
+		if k != "apiVersion" && k != "kind" && k != "metadata" {
+			other[k] = v
+		}
+	}
+	str := func(v any) string { s, _ := v.(string); return s }
+	m := &metav1.ObjectMetaArgs{Name: pulumi.String(str(meta["name"])), Namespace: pulumi.String(str(meta["namespace"]))}
+	if l, ok := meta["labels"].(map[string]any); ok {
+		m.Labels = plain.Input(l).(pulumi.Map).ToMapOutput().ApplyT(toStrings).(pulumi.StringMapOutput)
+	}
+	if a, ok := meta["annotations"].(map[string]any); ok {
+		m.Annotations = plain.Input(a).(pulumi.Map).ToMapOutput().ApplyT(toStrings).(pulumi.StringMapOutput)
+	}
+	_, err := apiextensions.NewCustomResource(ctx, name, &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(str(obj["apiVersion"])), Kind: pulumi.String(str(obj["kind"])),
+		Metadata: m, OtherFields: other,
+	}, opts...)
+	return err
+}
+
+func toStrings(m map[string]any) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// NewModelServing registers the serving namespace, priorities, the API key,
+// each model (weights cache, download, vllm-stack release, network policy,
+// TLS ingress), KEDA and the batch CronJobs.
+func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*ModelServing, error) {
+	if args == nil || args.Workload == nil {
+		return nil, fmt.Errorf("model serving %s: args with a workload provider are required", name)
+	}
+	ms := &ModelServing{Endpoints: map[string]ModelEndpoint{}}
+	if err := ctx.RegisterComponentResource(ModelServingType, name, ms, opts...); err != nil {
+		return nil, fmt.Errorf("model serving %s: %w", name, err)
+	}
+	o := args.Options
+	ns := o.Namespace
+	child := []pulumi.ResourceOption{pulumi.Parent(ms), pulumi.Provider(args.Workload)}
+	fail := func(what string, err error) (*ModelServing, error) {
+		return nil, fmt.Errorf("model serving %s: %s: %w", name, what, err)
+	}
+
+	nsRes, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{
+		Name:   pulumi.String(ns),
+		Labels: pulumi.StringMap{"pod-security.kubernetes.io/enforce": pulumi.String("baseline"), "app.kubernetes.io/managed-by": pulumi.String(gpupool.ManagedBy)},
+	}}, child...)
+	if err != nil {
+		return fail("namespace", err)
+	}
+	inNS := append(child, pulumi.DependsOn([]pulumi.Resource{nsRes}))
+
+	// Real-time inference always wins over batch work for GPUs.
+	for _, pc := range []struct {
+		name, desc, preemption string
+		value                  int
+	}{
+		{ServingPriority, "model serving: preempts batch work", "PreemptLowerPriority", 100000},
+		{BatchPriority, "off-peak batch work: yields to serving, never preempts", "Never", 1000},
+	} {
+		if _, err := schedulingv1.NewPriorityClass(ctx, name+"-"+pc.name, &schedulingv1.PriorityClassArgs{
+			Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(pc.name)},
+			Value:    pulumi.Int(pc.value), Description: pulumi.String(pc.desc), PreemptionPolicy: pulumi.String(pc.preemption),
+		}, child...); err != nil {
+			return fail("priority class", err)
+		}
+	}
+
+	key := args.APIKey
+	if key == nil {
+		pw, err := random.NewRandomPassword(ctx, name+"-api-key", &random.RandomPasswordArgs{Length: pulumi.Int(48), Special: pulumi.Bool(false)}, pulumi.Parent(ms))
+		if err != nil {
+			return fail("api key", err)
+		}
+		key = pw.Result
+	}
+	ms.APIKey = pulumi.ToSecret(key.ToStringOutput()).(pulumi.StringOutput)
+	secrets := []struct {
+		name, resource string
+		data           pulumi.StringMapInput
+		needed         bool
+	}{
+		{APIKeySecret, "-api-key-secret", pulumi.StringMap{APIKeyField: ms.APIKey}, true},
+		{StorageSecret, "-storage-secret", pulumi.ToSecret(args.StorageEnv).(pulumi.StringMapOutput), len(args.Models) > 0},
+	}
+	for _, sec := range secrets {
+		switch {
+		case !sec.needed:
+		case args.Rendering:
+			ms.ExternalSecrets = append(ms.ExternalSecrets, sec.name)
+		default:
+			if _, err := corev1.NewSecret(ctx, name+sec.resource, &corev1.SecretArgs{
+				Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(sec.name), Namespace: pulumi.String(ns)},
+				StringData: sec.data,
+			}, inNS...); err != nil {
+				return fail("secret "+sec.name, err)
+			}
+		}
+	}
+
+	var downloadDeps []pulumi.Resource
+	if len(args.Models) > 0 {
+		sa := &corev1.ServiceAccountArgs{Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(DownloadServiceAccount), Namespace: pulumi.String(ns)}}
+		if id := args.Storage.ClientID; id != "" {
+			sa.Metadata.(*metav1.ObjectMetaArgs).Annotations = pulumi.StringMap{"azure.workload.identity/client-id": pulumi.String(id)}
+		}
+		saRes, err := corev1.NewServiceAccount(ctx, name+"-download-sa", sa, inNS...)
+		if err != nil {
+			return fail("download service account", err)
+		}
+		downloadDeps = append(downloadDeps, saRes)
+	}
+
+	var keda []pulumi.Resource
+	// Rendered without a cluster, Helm assumes Kubernetes v1.20, which the
+	// KEDA chart refuses: GitOps installs bring KEDA through their pipeline.
+	if *o.InstallKEDA && len(args.Models) > 0 && !args.Rendering {
+		kns, err := corev1.NewNamespace(ctx, name+"-keda-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String("keda")}}, child...)
+		if err != nil {
+			return fail("keda namespace", err)
+		}
+		k, err := helmv4.NewChart(ctx, name+"-keda", chartArgs(KEDAChart, args.ChartDir, "keda", "keda", map[string]any{}),
+			append(child, pulumi.DependsOn([]pulumi.Resource{kns}))...)
+		if err != nil {
+			return fail("keda", err)
+		}
+		keda = append(keda, k)
+	}
+
+	for _, m := range args.Models {
+		pool := args.Pools[m.Pool]
+		claim, err := corev1.NewPersistentVolumeClaim(ctx, name+"-"+m.Name+"-weights", &corev1.PersistentVolumeClaimArgs{
+			Metadata: &metav1.ObjectMetaArgs{
+				Name: pulumi.String(WeightsClaim(m.Name)), Namespace: pulumi.String(ns),
+				// binding may wait for the first consumer (the download)
+				Annotations: pulumi.StringMap{"pulumi.com/skipAwait": pulumi.String("true")},
+			},
+			Spec: &corev1.PersistentVolumeClaimSpecArgs{
+				AccessModes:      pulumi.StringArray{pulumi.String("ReadWriteMany")},
+				StorageClassName: pulumi.String(o.StorageClass),
+				Resources: &corev1.VolumeResourceRequirementsArgs{Requests: pulumi.StringMap{
+					"storage": pulumi.String(fmt.Sprintf("%dGi", WeightsClaimGi(m.Model().Weights()))),
+				}},
+			},
+		}, inNS...)
+		if err != nil {
+			return fail("weights claim "+m.Name, err)
+		}
+		afterClaim := append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}))
+		if err := object(ctx, name+"-"+m.Name+"-download", DownloadJob(ns, m, args.Storage), append(afterClaim, pulumi.DependsOn(downloadDeps))...); err != nil {
+			return fail("download job "+m.Name, err)
+		}
+		engine := Engine{
+			Model: m.Model(), Pool: pool, MaxModelLen: m.MaxModelLen, MinReplicas: m.MinReplicas,
+			QueueDepthTarget: m.QueueDepthTarget, Image: o.Image,
+			APIKeySecret: APIKeySecret, WeightsClaim: WeightsClaim(m.Name), BandwidthMBps: o.BandwidthMBps,
+			PrometheusAddress: o.PrometheusAddress, ServiceMonitorLabels: args.ServiceMonitorLabels,
+			RuntimeClass: args.RuntimeClass, PriorityClass: ServingPriority,
+		}
+		ca := chartArgs(VLLMStackChart, args.ChartDir, Release(m.Name), ns, VLLMValues(engine))
+		ca.SkipAwait = pulumi.Bool(args.SkipAwait)
+		release, err := helmv4.NewChart(ctx, name+"-"+m.Name, ca, append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}))...)
+		if err != nil {
+			return fail("vllm-stack "+m.Name, err)
+		}
+		if err := object(ctx, name+"-"+m.Name+"-scaling", ScaledObject(ns, engine),
+			append(child, pulumi.DependsOn(append([]pulumi.Resource{release}, keda...)))...); err != nil {
+			return fail("scaled object "+m.Name, err)
+		}
+		if err := object(ctx, name+"-"+m.Name+"-servicemonitor", EngineServiceMonitor(ns, engine), inNS...); err != nil {
+			return fail("service monitor "+m.Name, err)
+		}
+		if err := object(ctx, name+"-"+m.Name+"-netpol", NetworkPolicy(ns, m.Name, o), inNS...); err != nil {
+			return fail("network policy "+m.Name, err)
+		}
+		ep := ModelEndpoint{Pool: m.Pool, Internal: Endpoint(ns, m.Name)}
+		if m.Hostname != "" {
+			if err := object(ctx, name+"-"+m.Name+"-ingress", Ingress(ns, m, o), inNS...); err != nil {
+				return fail("ingress "+m.Name, err)
+			}
+			ep.Public = "https://" + m.Hostname + "/v1"
+		}
+		ms.Endpoints[m.Name] = ep
+	}
+
+	for _, j := range args.BatchJobs {
+		if err := object(ctx, name+"-batch-"+j.Name, CronJob(ns, j, args.Pools[j.Pool], args.RuntimeClass), inNS...); err != nil {
+			return fail("batch job "+j.Name, err)
+		}
+	}
+
+	if err := ctx.RegisterResourceOutputs(ms, pulumi.Map{"apiKey": ms.APIKey}); err != nil {
+		return fail("outputs", err)
+	}
+	return ms, nil
+}
