@@ -38,6 +38,33 @@ func validNatron() map[string]any {
 	}
 }
 
+// withServing adds a weights store, one model and one batch job to a valid
+// config: 8B on the 1-GPU A100 pool (aks) or the 8-GPU H100 pool (natron).
+func withServing(c map[string]any) map[string]any {
+	poolName := pool(c, 0)["name"]
+	if c["target"] == "aks" {
+		c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21"}
+		c["models"] = []any{map[string]any{
+			"name": "llama3-8b", "pool": poolName, "source": "az://models/llama3-8b", "parametersB": 8, "dtype": "bfloat16",
+			"tensorParallel": 1, "maxModelLen": 8192, "gpuMemoryUtilization": 0.9, "minReplicas": 0, "maxReplicas": 4, "queueDepthTarget": 5,
+		}}
+	} else {
+		c["storage"] = map[string]any{"kind": "s3", "endpoint": "https://s3.example", "accessKey": "ak", "secretKey": "sk"}
+		c["models"] = []any{map[string]any{
+			"name": "llama3-8b", "pool": poolName, "source": "s3://models/llama3-8b", "parametersB": 8, "dtype": "bfloat16",
+			"tensorParallel": 1, "maxModelLen": 8192, "gpuMemoryUtilization": 0.9, "minReplicas": 0, "maxReplicas": 4, "queueDepthTarget": 5,
+		}}
+	}
+	c["batchJobs"] = []any{map[string]any{"name": "embed-nightly", "pool": poolName, "image": "registry.example/embed:1", "schedule": "0 2 * * *", "gpus": 1}}
+	return c
+}
+
+func servingAKS() map[string]any    { return withServing(validAKS()) }
+func servingNatron() map[string]any { return withServing(validNatron()) }
+
+func model(c map[string]any) map[string]any { return c["models"].([]any)[0].(map[string]any) }
+func batch(c map[string]any) map[string]any { return c["batchJobs"].([]any)[0].(map[string]any) }
+
 // pool returns pools[i] of a decoded config for mutation.
 func pool(c map[string]any, i int) map[string]any {
 	return c["pools"].([]any)[i].(map[string]any)

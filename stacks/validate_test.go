@@ -13,12 +13,12 @@ import (
 
 func TestValidConfigsLoad(t *testing.T) {
 	t.Parallel()
-	for name, c := range map[string]map[string]any{"aks": validAKS(), "natron": validNatron()} {
+	for name, c := range map[string]map[string]any{"aks": validAKS(), "natron": validNatron(), "aks+serving": servingAKS(), "natron+serving": servingNatron()} {
 		cfg, err := Load(encode(t, c))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if len(cfg.Pools) == 0 || string(cfg.Target) != name {
+		if len(cfg.Pools) == 0 || !strings.HasPrefix(name, string(cfg.Target)) {
 			t.Fatalf("%s: decoded %+v", name, cfg)
 		}
 	}
@@ -121,6 +121,40 @@ func TestValidationRules(t *testing.T) {
 			c["platform"] = map[string]any{"alerts": map[string]any{"latencyP99Seconds": -1}}
 		}, `gpu-node-pools:platform.alerts.latencyP99Seconds: must be > 0 seconds, got -1`},
 		{"extra values not an object", validAKS, func(c map[string]any) { c["platform"] = map[string]any{"values": map[string]any{"devicePlugin": "x"}} }, `gpu-node-pools:platform.values.devicePlugin: must be an object, got a JSON string "x"`},
+		// models: the fit check and its advice
+		{"70B on one GPU", servingNatron, func(c map[string]any) { model(c)["name"] = "llama3-70b"; model(c)["parametersB"] = 70 },
+			`gpu-node-pools:models[0].tensorParallel: llama3-70b needs about 140 GB of weights plus 14 GB of KV cache, pool infer gives 80 GB per GPU × 1 × gpuMemoryUtilization 0.90 = 72 GB; use tensorParallel >= 4 or a larger pool, got 1`},
+		{"tensorParallel not dividing the node", servingNatron, func(c map[string]any) { model(c)["tensorParallel"] = 3 }, `gpu-node-pools:models[0].tensorParallel: must divide the 8 GPUs of one infer node ([1 2 4 8])`},
+		{"replicas beyond the pool", servingAKS, func(c map[string]any) { model(c)["maxReplicas"] = 5 }, `gpu-node-pools:models[0].maxReplicas: 5 replicas × tensorParallel 1 = 5 GPUs, pool a100 has at most 4 nodes × 1 GPUs = 4; lower maxReplicas to 4 or raise the pool's maxNodes, got 5`},
+		{"model on an unknown pool", servingAKS, func(c map[string]any) { model(c)["pool"] = "gpu" }, `gpu-node-pools:models[0].pool: must name one of the pools (a100, h100spot), got "gpu"`},
+		{"model name too long", servingAKS, func(c map[string]any) { model(c)["name"] = "a-very-long-model-name-x" }, `gpu-node-pools:models[0].name: must be a DNS label of at most 21 characters`},
+		{"model dtype unknown", servingAKS, func(c map[string]any) { model(c)["dtype"] = "fp4" }, `gpu-node-pools:models[0].dtype: must be one of float16, bfloat16, fp8, int8, int4, got "fp4"`},
+		{"model size missing", servingAKS, func(c map[string]any) { delete(model(c), "parametersB") }, `gpu-node-pools:models[0].parametersB: required: billions of parameters (or weightsGB instead)`},
+		{"model size twice", servingAKS, func(c map[string]any) { model(c)["weightsGB"] = 16 }, `gpu-node-pools:models[0].weightsGB: set parametersB or weightsGB, not both`},
+		{"model source of the wrong store", servingAKS, func(c map[string]any) { model(c)["source"] = "s3://models/x" }, `gpu-node-pools:models[0].source: must be a az://<bucket>/<path> URL of the azureBlob store`},
+		{"memory utilization too high", servingAKS, func(c map[string]any) { model(c)["gpuMemoryUtilization"] = 1.0 }, `gpu-node-pools:models[0].gpuMemoryUtilization: must be above 0 and at most 0.98`},
+		{"replicas reversed", servingAKS, func(c map[string]any) { model(c)["minReplicas"] = 3; model(c)["maxReplicas"] = 2 }, `gpu-node-pools:models[0].maxReplicas: must be >= 1 and >= minReplicas (3), got 2`},
+		{"queue depth target zero", servingAKS, func(c map[string]any) { model(c)["queueDepthTarget"] = 0 }, `gpu-node-pools:models[0].queueDepthTarget: must be >= 1`},
+		{"hostname invalid", servingAKS, func(c map[string]any) { model(c)["hostname"] = "Llama!" }, `gpu-node-pools:models[0].hostname: must be a DNS name`},
+		{"model unknown key", servingAKS, func(c map[string]any) { model(c)["tensorParalel"] = 2 }, `gpu-node-pools:models[0].tensorParalel: unknown key (did you mean tensorParallel?)`},
+		{"duplicate model", servingAKS, func(c map[string]any) { c["models"] = append(c["models"].([]any), model(deepCopy(c))) }, `gpu-node-pools:models[1].name: must be unique, models[0] has the same name`},
+		// storage
+		{"models without storage", servingAKS, func(c map[string]any) { delete(c, "storage") }, `gpu-node-pools:storage: required with models`},
+		{"storage kind unknown", servingAKS, func(c map[string]any) { c["storage"].(map[string]any)["kind"] = "gcs" }, `gpu-node-pools:storage.kind: must be one of s3, azureBlob, got "gcs"`},
+		{"s3 without keys", servingNatron, func(c map[string]any) { delete(c["storage"].(map[string]any), "secretKey") }, `gpu-node-pools:storage.accessKey: accessKey and secretKey are required for s3`},
+		{"azure blob without credentials", servingAKS, func(c map[string]any) { delete(c["storage"].(map[string]any), "clientId") }, `gpu-node-pools:storage.accountKey: azureBlob needs an accountKey`},
+		// batch jobs
+		{"batch at peak time", servingAKS, func(c map[string]any) { batch(c)["schedule"] = "0 14 * * *" }, `gpu-node-pools:batchJobs[0].schedule: must run within the off-peak hours 22:00-06:00 UTC so that batch work does not compete with serving, got "0 14 * * *"`},
+		{"batch every hour", servingAKS, func(c map[string]any) { batch(c)["schedule"] = "0 * * * *" }, `gpu-node-pools:batchJobs[0].schedule: must name its hours explicitly`},
+		{"batch schedule not cron", servingAKS, func(c map[string]any) { batch(c)["schedule"] = "nightly" }, `gpu-node-pools:batchJobs[0].schedule: must be a five-field cron schedule`},
+		{"batch more GPUs than a node", servingAKS, func(c map[string]any) { batch(c)["gpus"] = 2 }, `gpu-node-pools:batchJobs[0].gpus: must be between 1 and the 1 GPUs of one a100 node, got 2`},
+		{"batch on an unknown pool", servingAKS, func(c map[string]any) { batch(c)["pool"] = "cpu" }, `gpu-node-pools:batchJobs[0].pool: must name one of the pools`},
+		{"batch without image", servingAKS, func(c map[string]any) { batch(c)["image"] = "" }, `gpu-node-pools:batchJobs[0].image: required`},
+		{"batch name too long", servingAKS, func(c map[string]any) { batch(c)["name"] = strings.Repeat("b", 53) }, `gpu-node-pools:batchJobs[0].name: must be a DNS label of at most 52 characters`},
+		{"off-peak window empty", servingAKS, func(c map[string]any) { c["serving"] = map[string]any{"offPeakStartHour": 6, "offPeakEndHour": 6} }, `gpu-node-pools:serving.offPeakEndHour: must differ from offPeakStartHour (6), got 6`},
+		{"off-peak hour invalid", servingAKS, func(c map[string]any) { c["serving"] = map[string]any{"offPeakStartHour": 24} }, `gpu-node-pools:serving.offPeakStartHour: must be an hour 0-23 (UTC), got 24`},
+		{"serving unknown key", servingAKS, func(c map[string]any) { c["serving"] = map[string]any{"installKEDA": false} }, `gpu-node-pools:serving.installKEDA: unknown key (did you mean installKeda?)`},
+		{"prometheus address invalid", servingAKS, func(c map[string]any) { c["serving"] = map[string]any{"prometheusAddress": "prometheus:9090"} }, `gpu-node-pools:serving.prometheusAddress: must be an http(s) URL`},
 		// aks block
 		{"aks resourceGroup missing", validAKS, func(c map[string]any) { delete(c["aks"].(map[string]any), "resourceGroup") }, `gpu-node-pools:aks.resourceGroup: must be an Azure resource group name`},
 		{"aks clusterName invalid", validAKS, func(c map[string]any) { c["aks"].(map[string]any)["clusterName"] = "-bad" }, `gpu-node-pools:aks.clusterName: must be an AKS cluster name`},
