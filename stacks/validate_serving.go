@@ -57,6 +57,17 @@ func validateServing(ps *problems, cfg *Config, skip map[string]bool) {
 	if *o.OffPeakStartHour == *o.OffPeakEndHour {
 		ps.add(p("offPeakEndHour"), "must differ from offPeakStartHour (%d), got %d", *o.OffPeakStartHour, *o.OffPeakEndHour)
 	}
+	for _, c := range []struct {
+		k string
+		v serving.ChartOverride
+	}{{"vllmStack", cfg.Serving.Charts.VLLMStack}, {"keda", cfg.Serving.Charts.KEDA}} {
+		if c.v.Version != "" && !chartVersionRe.MatchString(c.v.Version) {
+			ps.add(p("charts."+c.k+".version"), "must be a chart version such as 0.1.12, got %q", c.v.Version)
+		}
+		if c.v.Repo != "" && !strings.HasPrefix(c.v.Repo, "https://") && !strings.HasPrefix(c.v.Repo, "oci://") {
+			ps.add(p("charts."+c.k+".repo"), "must be an https:// or oci:// Helm repository, got %q", c.v.Repo)
+		}
+	}
 	pools := poolFacts(cfg)
 	poolNames := make([]string, 0, len(cfg.Pools))
 	for _, pl := range cfg.Pools {

@@ -154,6 +154,9 @@ func TestValidationRules(t *testing.T) {
 		{"off-peak window empty", servingAKS, func(c map[string]any) { c["serving"] = map[string]any{"offPeakStartHour": 6, "offPeakEndHour": 6} }, `gpu-node-pools:serving.offPeakEndHour: must differ from offPeakStartHour (6), got 6`},
 		{"off-peak hour invalid", servingAKS, func(c map[string]any) { c["serving"] = map[string]any{"offPeakStartHour": 24} }, `gpu-node-pools:serving.offPeakStartHour: must be an hour 0-23 (UTC), got 24`},
 		{"serving unknown key", servingAKS, func(c map[string]any) { c["serving"] = map[string]any{"installKEDA": false} }, `gpu-node-pools:serving.installKEDA: unknown key (did you mean installKeda?)`},
+		{"vllm chart version invalid", servingAKS, func(c map[string]any) {
+			c["serving"] = map[string]any{"charts": map[string]any{"vllmStack": map[string]any{"version": "main"}}}
+		}, `gpu-node-pools:serving.charts.vllmStack.version: must be a chart version such as 0.1.12, got "main"`},
 		{"prometheus address invalid", servingAKS, func(c map[string]any) { c["serving"] = map[string]any{"prometheusAddress": "prometheus:9090"} }, `gpu-node-pools:serving.prometheusAddress: must be an http(s) URL`},
 		// aks block
 		{"aks resourceGroup missing", validAKS, func(c map[string]any) { delete(c["aks"].(map[string]any), "resourceGroup") }, `gpu-node-pools:aks.resourceGroup: must be an Azure resource group name`},

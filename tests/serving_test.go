@@ -89,6 +89,10 @@ func TestServingOnAKSUnderMocks(t *testing.T) {
 func TestServingOnBareMetalUnderMocks(t *testing.T) {
 	t.Parallel()
 	m, _ := runStack(t, "dev")
+	for _, c := range []string{"serving-llama3-8b"} {
+		r, _ := m.ByName(chartType, c)
+		assert.Contains(t, str(r.Inputs, "chart"), "vllm-stack", "%s chart", c)
+	}
 	_, generated := m.ByName("random:index/randomPassword:RandomPassword", "serving-api-key")
 	assert.False(t, generated, "the dev stack brings its API key as a config secret")
 	chart, ok := m.ByName(chartType, "serving-llama3-8b")

@@ -92,3 +92,14 @@ func TestStartupBudget(t *testing.T) {
 		}
 	}
 }
+
+func TestChartOverride(t *testing.T) {
+	t.Parallel()
+	got := ChartOverride{Version: "0.1.13"}.Chart(VLLMStackChart)
+	if got.Version != "0.1.13" || got.Repo != VLLMStackChart.Repo || got.Name != "vllm-stack" {
+		t.Errorf("override = %+v", got)
+	}
+	if got := (ChartOverride{}).Chart(KEDAChart); got != KEDAChart {
+		t.Errorf("an empty override changed the pin: %+v", got)
+	}
+}

@@ -214,7 +214,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		if err != nil {
 			return fail("keda namespace", err)
 		}
-		k, err := helmv4.NewChart(ctx, name+"-keda", chartArgs(KEDAChart, args.ChartDir, "keda", "keda", map[string]any{}),
+		k, err := helmv4.NewChart(ctx, name+"-keda", chartArgs(o.Charts.KEDA.Chart(KEDAChart), args.ChartDir, "keda", "keda", map[string]any{}),
 			append(child, pulumi.DependsOn([]pulumi.Resource{kns}))...)
 		if err != nil {
 			return fail("keda", err)
@@ -252,7 +252,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 			PrometheusAddress: o.PrometheusAddress, ServiceMonitorLabels: args.ServiceMonitorLabels,
 			RuntimeClass: args.RuntimeClass, PriorityClass: ServingPriority,
 		}
-		ca := chartArgs(VLLMStackChart, args.ChartDir, Release(m.Name), ns, VLLMValues(engine))
+		ca := chartArgs(o.Charts.VLLMStack.Chart(VLLMStackChart), args.ChartDir, Release(m.Name), ns, VLLMValues(engine))
 		ca.SkipAwait = pulumi.Bool(args.SkipAwait)
 		release, err := helmv4.NewChart(ctx, name+"-"+m.Name, ca, append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}))...)
 		if err != nil {

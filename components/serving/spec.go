@@ -71,6 +71,28 @@ type Options struct {
 	OffPeakStartHour *int   `json:"offPeakStartHour,omitempty"`
 	OffPeakEndHour   *int   `json:"offPeakEndHour,omitempty"`
 	Image            string `json:"image,omitempty"`
+	// Charts pins the vllm-stack and KEDA charts' versions and repositories.
+	Charts struct {
+		VLLMStack ChartOverride `json:"vllmStack,omitempty"`
+		KEDA      ChartOverride `json:"keda,omitempty"`
+	} `json:"charts,omitempty"`
+}
+
+// ChartOverride replaces a pinned chart's version or repository.
+type ChartOverride struct {
+	Version string `json:"version,omitempty"`
+	Repo    string `json:"repo,omitempty"`
+}
+
+// Chart applies an override to a pinned chart.
+func (c ChartOverride) Chart(pinned Chart) Chart {
+	if c.Version != "" {
+		pinned.Version = c.Version
+	}
+	if c.Repo != "" {
+		pinned.Repo = c.Repo
+	}
+	return pinned
 }
 
 // Defaults fills unset options; onAKS picks the storage class.
