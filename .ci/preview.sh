@@ -43,10 +43,19 @@ pulumi preview --stack "$STACK" --non-interactive --diff
 
 render=$(pulumi config get gpu-node-pools:renderDir --stack "$STACK" 2>/dev/null || true)
 if [ -n "$render" ]; then
-	pulumi up --stack "$STACK" --non-interactive --yes --skip-preview
 	case "$render" in /*) ;; *) render="$PWD/$render" ;; esac
+	# The render provider writes only what changed: when the directory is
+	# gone, forget the last render so that up writes every object again.
+	if [ ! -d "$render" ] && [ "$(pulumi stack --stack "$STACK" 2>/dev/null | grep -c 'resources')" -gt 0 ]; then
+		pulumi destroy --stack "$STACK" --non-interactive --yes --skip-preview >/dev/null
+	fi
+	pulumi up --stack "$STACK" --non-interactive --yes --skip-preview
 	echo
 	echo "Rendered manifests of stack $STACK (apply or sync with a GitOps tool):"
 	echo "  $render/workload    objects for the workload cluster"
 	echo "  $render/management  Cluster API objects for the management cluster"
+	secrets=$(pulumi stack output externalSecrets --stack "$STACK" 2>/dev/null || true)
+	if [ -n "$secrets" ]; then
+		echo "Secrets are not written to files; create these with your secret manager: $secrets"
+	fi
 fi
