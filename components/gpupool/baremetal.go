@@ -4,11 +4,10 @@ import (
 	"fmt"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
-	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
-	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/plain"
 )
 
 // BareMetalPoolType is the component's type token.
@@ -52,15 +51,15 @@ func NewBareMetalPool(ctx *pulumi.Context, name string, args *BareMetalPoolArgs,
 	objs := BareMetalObjects(args.Cluster, args.Spec, sku)
 	child := []pulumi.ResourceOption{pulumi.Parent(p), pulumi.Provider(args.Management)}
 
-	kct, err := newObject(ctx, name+"-bootstrap", objs.Bootstrap, child...)
+	kct, err := plain.Object(ctx, name+"-bootstrap", objs.Bootstrap, child...)
 	if err != nil {
 		return nil, fmt.Errorf("bare-metal pool %s: bootstrap template: %w", name, err)
 	}
-	m3t, err := newObject(ctx, name+"-machines", objs.Infrastructure, child...)
+	m3t, err := plain.Object(ctx, name+"-machines", objs.Infrastructure, child...)
 	if err != nil {
 		return nil, fmt.Errorf("bare-metal pool %s: machine template: %w", name, err)
 	}
-	md, err := newObject(ctx, name+"-deployment", objs.MachineDeployment,
+	md, err := plain.Object(ctx, name+"-deployment", objs.MachineDeployment,
 		append(child,
 			pulumi.Protect(args.Protect),
 			pulumi.DependsOn([]pulumi.Resource{kct, m3t}),
@@ -75,42 +74,4 @@ func NewBareMetalPool(ctx *pulumi.Context, name string, args *BareMetalPoolArgs,
 		return nil, fmt.Errorf("bare-metal pool %s: outputs: %w", name, err)
 	}
 	return p, nil
-}
-
-// newObject registers an unstructured object built by BareMetalObjects.
-func newObject(ctx *pulumi.Context, name string, obj map[string]any, opts ...pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
-	meta, _ := obj["metadata"].(map[string]any)
-	apiVersion, _ := obj["apiVersion"].(string)
-	kind, _ := obj["kind"].(string)
-	objName, _ := meta["name"].(string)
-	namespace, _ := meta["namespace"].(string)
-	other := kubernetes.UntypedArgs{}
-	for k, v := range obj {
-		if k != "apiVersion" && k != "kind" && k != "metadata" {
-			other[k] = v
-		}
-	}
-	return apiextensions.NewCustomResource(ctx, name, &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(apiVersion),
-		Kind:       pulumi.String(kind),
-		Metadata: &metav1.ObjectMetaArgs{
-			Name:        pulumi.String(objName),
-			Namespace:   pulumi.String(namespace),
-			Labels:      toStringMap(meta["labels"]),
-			Annotations: toStringMap(meta["annotations"]),
-		},
-		OtherFields: other,
-	}, opts...)
-}
-
-func toStringMap(v any) pulumi.StringMap {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil
-	}
-	out := pulumi.StringMap{}
-	for k, val := range m {
-		out[k] = pulumi.String(fmt.Sprint(val))
-	}
-	return out
 }

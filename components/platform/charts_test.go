@@ -58,16 +58,7 @@ func releaseOf(t *testing.T, rs []platform.Release, name string) platform.Releas
 	return platform.Release{}
 }
 
-func get(o any, path ...string) any {
-	for _, p := range path {
-		m, ok := o.(map[string]any)
-		if !ok {
-			return nil
-		}
-		o = m[p]
-	}
-	return o
-}
+var get = pulumitest.Get
 
 func ofKind(objs []map[string]any, kind string) []map[string]any {
 	var out []map[string]any

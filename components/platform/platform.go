@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
-	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
@@ -121,30 +120,12 @@ func NewGPUPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi
 	}
 
 	if s.GPUStack == DevicePlugin { // the operator brings its own
-		sm := DCGMExporterServiceMonitor(s)
-		if _, err := apiextensions.NewCustomResource(ctx, name+"-dcgm-servicemonitor", &apiextensions.CustomResourceArgs{
-			ApiVersion: pulumi.String("monitoring.coreos.com/v1"),
-			Kind:       pulumi.String("ServiceMonitor"),
-			Metadata: &metav1.ObjectMetaArgs{
-				Name: pulumi.String("dcgm-exporter"), Namespace: pulumi.String(s.Namespace),
-				Labels: pulumi.ToStringMap(s.Monitoring.ServiceMonitorLabels),
-			},
-			OtherFields: kubernetes.UntypedArgs{"spec": sm["spec"]},
-		}, inNS...); err != nil {
+		if _, err := plain.Object(ctx, name+"-dcgm-servicemonitor", DCGMExporterServiceMonitor(s), inNS...); err != nil {
 			return nil, fmt.Errorf("gpu platform %s: service monitor: %w", name, err)
 		}
 	}
 
-	rule := PrometheusRule(s, "gpu-node-pools-gpu")
-	if _, err := apiextensions.NewCustomResource(ctx, name+"-alerts", &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String("monitoring.coreos.com/v1"),
-		Kind:       pulumi.String("PrometheusRule"),
-		Metadata: &metav1.ObjectMetaArgs{
-			Name: pulumi.String("gpu-node-pools-gpu"), Namespace: pulumi.String(s.Namespace),
-			Labels: pulumi.ToStringMap(s.Monitoring.RuleLabels),
-		},
-		OtherFields: kubernetes.UntypedArgs{"spec": rule["spec"]},
-	}, inNS...); err != nil {
+	if _, err := plain.Object(ctx, name+"-alerts", PrometheusRule(s, "gpu-node-pools-gpu"), inNS...); err != nil {
 		return nil, fmt.Errorf("gpu platform %s: alert rules: %w", name, err)
 	}
 

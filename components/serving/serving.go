@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
-	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
@@ -84,38 +83,6 @@ func chartArgs(c Chart, chartDir, release, ns string, values map[string]any) *he
 	a.Chart, a.Version = pulumi.String(c.Name), pulumi.String(c.Version)
 	a.RepositoryOpts = &helmv4.RepositoryOptsArgs{Repo: pulumi.String(c.Repo)}
 	return a
-}
-
-// object registers an unstructured object of a pure mapping.
-func object(ctx *pulumi.Context, name string, obj map[string]any, opts ...pulumi.ResourceOption) error {
-	meta, _ := obj["metadata"].(map[string]any)
-	other := kubernetes.UntypedArgs{}
-	for k, v := range obj {
-		if k != "apiVersion" && k != "kind" && k != "metadata" {
-			other[k] = v
-		}
-	}
-	str := func(v any) string { s, _ := v.(string); return s }
-	m := &metav1.ObjectMetaArgs{Name: pulumi.String(str(meta["name"])), Namespace: pulumi.String(str(meta["namespace"]))}
-	if l, ok := meta["labels"].(map[string]any); ok {
-		m.Labels = plain.Input(l).(pulumi.Map).ToMapOutput().ApplyT(toStrings).(pulumi.StringMapOutput)
-	}
-	if a, ok := meta["annotations"].(map[string]any); ok {
-		m.Annotations = plain.Input(a).(pulumi.Map).ToMapOutput().ApplyT(toStrings).(pulumi.StringMapOutput)
-	}
-	_, err := apiextensions.NewCustomResource(ctx, name, &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(str(obj["apiVersion"])), Kind: pulumi.String(str(obj["kind"])),
-		Metadata: m, OtherFields: other,
-	}, opts...)
-	return err
-}
-
-func toStrings(m map[string]any) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = fmt.Sprint(v)
-	}
-	return out
 }
 
 // NewModelServing registers the serving namespace, priorities, the API key,
@@ -242,7 +209,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 			return fail("weights claim "+m.Name, err)
 		}
 		afterClaim := append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}))
-		if err := object(ctx, name+"-"+m.Name+"-download", DownloadJob(ns, m, args.Storage), append(afterClaim, pulumi.DependsOn(downloadDeps))...); err != nil {
+		if _, err := plain.Object(ctx, name+"-"+m.Name+"-download", DownloadJob(ns, m, args.Storage), append(afterClaim, pulumi.DependsOn(downloadDeps))...); err != nil {
 			return fail("download job "+m.Name, err)
 		}
 		engine := Engine{
@@ -258,19 +225,19 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		if err != nil {
 			return fail("vllm-stack "+m.Name, err)
 		}
-		if err := object(ctx, name+"-"+m.Name+"-scaling", ScaledObject(ns, engine),
+		if _, err := plain.Object(ctx, name+"-"+m.Name+"-scaling", ScaledObject(ns, engine),
 			append(child, pulumi.DependsOn(append([]pulumi.Resource{release}, keda...)))...); err != nil {
 			return fail("scaled object "+m.Name, err)
 		}
-		if err := object(ctx, name+"-"+m.Name+"-servicemonitor", EngineServiceMonitor(ns, engine), inNS...); err != nil {
+		if _, err := plain.Object(ctx, name+"-"+m.Name+"-servicemonitor", EngineServiceMonitor(ns, engine), inNS...); err != nil {
 			return fail("service monitor "+m.Name, err)
 		}
-		if err := object(ctx, name+"-"+m.Name+"-netpol", NetworkPolicy(ns, m.Name, o), inNS...); err != nil {
+		if _, err := plain.Object(ctx, name+"-"+m.Name+"-netpol", NetworkPolicy(ns, m.Name, o), inNS...); err != nil {
 			return fail("network policy "+m.Name, err)
 		}
 		ep := ModelEndpoint{Pool: m.Pool, Internal: Endpoint(ns, m.Name)}
 		if m.Hostname != "" {
-			if err := object(ctx, name+"-"+m.Name+"-ingress", Ingress(ns, m, o), inNS...); err != nil {
+			if _, err := plain.Object(ctx, name+"-"+m.Name+"-ingress", Ingress(ns, m, o), inNS...); err != nil {
 				return fail("ingress "+m.Name, err)
 			}
 			ep.Public = "https://" + m.Hostname + "/v1"
@@ -279,7 +246,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 	}
 
 	for _, j := range args.BatchJobs {
-		if err := object(ctx, name+"-batch-"+j.Name, CronJob(ns, j, args.Pools[j.Pool], args.RuntimeClass), inNS...); err != nil {
+		if _, err := plain.Object(ctx, name+"-batch-"+j.Name, CronJob(ns, j, args.Pools[j.Pool], args.RuntimeClass), inNS...); err != nil {
 			return fail("batch job "+j.Name, err)
 		}
 	}

@@ -12,16 +12,7 @@ import (
 	"github.com/natron/gpu-node-pools/tests/pulumitest"
 )
 
-func get(o any, path ...string) any {
-	for _, p := range path {
-		m, ok := o.(map[string]any)
-		if !ok {
-			return nil
-		}
-		o = m[p]
-	}
-	return o
-}
+var get = pulumitest.Get
 
 // The real vllm-stack chart renders a 70B model, sharded over 4 H100s of a
 // spot-free bare-metal pool, the way the issue asks: GPU requests, pool

@@ -40,3 +40,15 @@ func RenderChart(t testing.TB, archive, release, namespace string, values map[st
 	}
 	return objs
 }
+
+// Get walks plain decoded YAML/JSON maps along path; nil where it ends.
+func Get(o any, path ...string) any {
+	for _, p := range path {
+		m, ok := o.(map[string]any)
+		if !ok {
+			return nil
+		}
+		o = m[p]
+	}
+	return o
+}

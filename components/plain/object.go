@@ -1,0 +1,48 @@
+package plain
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// Object registers a Kubernetes object built as plain data (apiVersion,
+// kind, metadata with name, namespace, labels and annotations, and any
+// other top-level fields) by a pure mapping function.
+func Object(ctx *pulumi.Context, name string, obj map[string]any, opts ...pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
+	str := func(v any) string { s, _ := v.(string); return s }
+	meta, _ := obj["metadata"].(map[string]any)
+	m := &metav1.ObjectMetaArgs{Name: pulumi.String(str(meta["name"]))}
+	if ns := str(meta["namespace"]); ns != "" {
+		m.Namespace = pulumi.String(ns)
+	}
+	m.Labels = stringMap(meta["labels"])
+	m.Annotations = stringMap(meta["annotations"])
+	other := kubernetes.UntypedArgs{}
+	for k, v := range obj {
+		if k != "apiVersion" && k != "kind" && k != "metadata" {
+			other[k] = v
+		}
+	}
+	return apiextensions.NewCustomResource(ctx, name, &apiextensions.CustomResourceArgs{
+		ApiVersion:  pulumi.String(str(obj["apiVersion"])),
+		Kind:        pulumi.String(str(obj["kind"])),
+		Metadata:    m,
+		OtherFields: other,
+	}, opts...)
+}
+
+func stringMap(v any) pulumi.StringMapInput {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := pulumi.StringMap{}
+	for k, e := range m {
+		out[k] = pulumi.String(fmt.Sprint(e))
+	}
+	return out
+}
