@@ -85,6 +85,18 @@ func chartArgs(c Chart, chartDir, release, ns string, values map[string]any) *he
 	return a
 }
 
+// NewEngine is how the program serves a validated model on its pool with
+// defaulted options: the values every release and ScaledObject come from.
+func NewEngine(m ModelSpec, pool gpupool.Pool, o Options, serviceMonitorLabels map[string]string, runtimeClass string) Engine {
+	return Engine{
+		Model: m.Model(), Pool: pool, MaxModelLen: m.MaxModelLen, MinReplicas: m.MinReplicas,
+		QueueDepthTarget: m.QueueDepthTarget, Image: o.Image,
+		APIKeySecret: APIKeySecret, WeightsClaim: WeightsClaim(m.Name), BandwidthMBps: o.BandwidthMBps,
+		PrometheusAddress: o.PrometheusAddress, ServiceMonitorLabels: serviceMonitorLabels,
+		RuntimeClass: runtimeClass, PriorityClass: ServingPriority,
+	}
+}
+
 // NewModelServing registers the serving namespace, priorities, the API key,
 // each model (weights cache, download, vllm-stack release, network policy,
 // TLS ingress), KEDA and the batch CronJobs.
@@ -212,13 +224,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		if _, err := plain.Object(ctx, name+"-"+m.Name+"-download", DownloadJob(ns, m, args.Storage), append(afterClaim, pulumi.DependsOn(downloadDeps))...); err != nil {
 			return fail("download job "+m.Name, err)
 		}
-		engine := Engine{
-			Model: m.Model(), Pool: pool, MaxModelLen: m.MaxModelLen, MinReplicas: m.MinReplicas,
-			QueueDepthTarget: m.QueueDepthTarget, Image: o.Image,
-			APIKeySecret: APIKeySecret, WeightsClaim: WeightsClaim(m.Name), BandwidthMBps: o.BandwidthMBps,
-			PrometheusAddress: o.PrometheusAddress, ServiceMonitorLabels: args.ServiceMonitorLabels,
-			RuntimeClass: args.RuntimeClass, PriorityClass: ServingPriority,
-		}
+		engine := NewEngine(m, pool, o, args.ServiceMonitorLabels, args.RuntimeClass)
 		ca := chartArgs(o.Charts.VLLMStack.Chart(VLLMStackChart), args.ChartDir, Release(m.Name), ns, VLLMValues(engine))
 		ca.SkipAwait = pulumi.Bool(args.SkipAwait)
 		release, err := helmv4.NewChart(ctx, name+"-"+m.Name, ca, append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}))...)

@@ -9,6 +9,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/tests/pulumitest"
 )
 
@@ -20,17 +21,30 @@ var get = pulumitest.Get
 // the API key from its Secret, queue-depth scaling and a ServiceMonitor.
 func TestVLLMStackRendersTheEngine(t *testing.T) {
 	t.Parallel()
-	sku, _ := catalog.Lookup(catalog.Natron, "h100-80gb-x8")
-	pool := gpupool.NewFacts(gpupool.Spec{Name: "infer", SKU: sku.Name, MaxNodes: 2}, sku)
-	e := serving.Engine{
-		Model: serving.Model{Name: "llama3-70b", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 4, GPUMemoryUtilization: 0.9, MaxReplicas: 4},
-		Pool:  pool, MaxModelLen: 8192, MinReplicas: 0, QueueDepthTarget: 5,
-		Image:        "vllm/vllm-openai:v0.11.0",
-		APIKeySecret: "gpu-node-pools-api-key", WeightsClaim: "weights-llama3-70b", BandwidthMBps: 500,
-		PrometheusAddress:    "http://prometheus-operated.monitoring.svc:9090",
-		ServiceMonitorLabels: map[string]string{"release": "kube-prometheus-stack"},
-		RuntimeClass:         "nvidia", PriorityClass: "gpu-serving",
+	// the prod stack's 70B model, exactly as the program serves it
+	raw, _, err := pulumitest.StackConfig("prod")
+	if err != nil {
+		t.Fatal(err)
 	}
+	cfg, err := stacks.Load(pulumitest.Unqualified(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m serving.ModelSpec
+	for _, x := range cfg.Models {
+		if x.Name == "llama3-70b" {
+			m = x
+		}
+	}
+	var pool gpupool.Pool
+	for _, p := range cfg.Pools {
+		if p.Name == m.Pool {
+			sku, _ := catalog.Lookup(cfg.Target, p.SKU)
+			pool = gpupool.NewFacts(p, sku)
+		}
+	}
+	o := cfg.Serving.Defaults(true)
+	e := serving.NewEngine(m, pool, o, map[string]string{"release": "kube-prometheus-stack"}, "")
 	if misfits := serving.Fit(e.Model, pool); len(misfits) != 0 {
 		t.Fatalf("the test model must fit: %+v", misfits)
 	}
@@ -53,10 +67,10 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	if s := fmt.Sprint(get(pod, "tolerations")); !strings.Contains(s, "nvidia.com/gpu") {
 		t.Errorf("tolerations %s", s)
 	}
-	if s := fmt.Sprint(get(pod, "affinity", "nodeAffinity")); !strings.Contains(s, "gpu.natron.cloud/pool") || !strings.Contains(s, "infer") {
+	if s := fmt.Sprint(get(pod, "affinity", "nodeAffinity")); !strings.Contains(s, "gpu.natron.cloud/pool") || !strings.Contains(s, m.Pool) {
 		t.Errorf("node affinity %s does not pin the pool", s)
 	}
-	budget := serving.StartupBudgetSeconds(140, 500)
+	budget := serving.StartupBudgetSeconds(140, o.BandwidthMBps)
 	if get(c, "startupProbe", "httpGet", "path") != "/health" ||
 		fmt.Sprint(get(c, "startupProbe", "failureThreshold")) != fmt.Sprint((budget+9)/10) ||
 		get(c, "readinessProbe", "httpGet", "path") != "/health" {
