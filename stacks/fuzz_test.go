@@ -16,12 +16,18 @@ func FuzzLoad(f *testing.F) {
 			f.Fatal(err)
 		}
 		get := func(k string) string { return cfg[Namespace+":"+k] }
-		f.Add(get("target"), get("aks"), get("natron"), get("renderDir"), get("protect"), get("pools"))
+		f.Add(get("target"), get("aks"), get("natron"), get("renderDir"), get("protect"), get("pools"),
+			get("platform"), get("storage"), get("serving"), get("models"), get("batchJobs"))
 	}
-	f.Add("aks", `{"resourceGroup":"rg"}`, "", "", "true", `[{"name":"a","sku":"x","maxNodes":"1","labels":{"k":1}}]`)
-	f.Add("natron", "{}", `{"site":1,"image":[]}`, " ", "auto", `[null,{},[],"x",1e99]`)
-	f.Fuzz(func(t *testing.T, target, aks, natron, renderDir, protect, pools string) {
-		raw := map[string]string{"target": target, "aks": aks, "natron": natron, "renderDir": renderDir, "protect": protect, "pools": pools}
+	f.Add("aks", `{"resourceGroup":"rg"}`, "", "", "true", `[{"name":"a","sku":"x","maxNodes":"1","labels":{"k":1}}]`,
+		`{"values":{"devicePlugin":[]}}`, `{"kind":"s3"}`, `{"offPeakStartHour":-1}`, `[{"name":"m","pool":"a","tensorParallel":0}]`, `[{"schedule":"* * *"}]`)
+	f.Add("natron", "{}", `{"site":1,"image":[]}`, " ", "auto", `[null,{},[],"x",1e99]`, "[]", "null", "{}", `[{"parametersB":1e308,"dtype":"int4","tensorParallel":1,"gpuMemoryUtilization":0.5,"maxReplicas":1}]`, `[{"schedule":"0 23-1 * * *"}]`)
+	// regression: a huge timeSlicing made the fit check loop for minutes
+	f.Add("aks", `{"resourceGroup":"rg","clusterName":"c"}`, "", "", "", `[{"name":"a","sku":"Standard_ND96asr_v4","maxNodes":1,"timeSlicing":1000000000}]`,
+		"", "", "", `[{"name":"m","pool":"a","source":"az://m/x","parametersB":7,"dtype":"int4","tensorParallel":1,"maxModelLen":1,"gpuMemoryUtilization":0.5,"maxReplicas":1,"queueDepthTarget":1}]`, "")
+	f.Fuzz(func(t *testing.T, target, aks, natron, renderDir, protect, pools, platform, storage, serving, models, batchJobs string) {
+		raw := map[string]string{"target": target, "aks": aks, "natron": natron, "renderDir": renderDir, "protect": protect, "pools": pools,
+			"platform": platform, "storage": storage, "serving": serving, "models": models, "batchJobs": batchJobs}
 		cfg, err := Load(raw)
 		if err != nil {
 			return

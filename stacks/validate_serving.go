@@ -21,10 +21,15 @@ const (
 	maxBatchName = 52
 )
 
-// poolFacts are the facts of the config's valid pools, by name.
+// poolFacts are the facts of the config's pools with a known SKU and sane
+// sharing, by name (an absurd timeSlicing, already reported, would make the
+// fit check count divisors of billions).
 func poolFacts(cfg *Config) map[string]gpupool.Pool {
 	out := map[string]gpupool.Pool{}
 	for _, p := range cfg.Pools {
+		if p.TimeSlicing < 0 || p.TimeSlicing > maxTimeSlicing {
+			continue
+		}
 		if sku, ok := catalog.Lookup(cfg.Target, p.SKU); ok {
 			out[p.Name] = gpupool.NewFacts(p, sku)
 		}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/tests/helmtest"
 	"github.com/natron/gpu-node-pools/tests/kubeapi"
 	"github.com/natron/gpu-node-pools/tests/pulumitest"
 )
@@ -23,7 +24,7 @@ func installMonitoringCRDs(t *testing.T, s *kubeapi.Server) {
 	t.Helper()
 	archive := filepath.Join(pulumitest.SharedDir(t), "charts", "prometheus-operator-crds-31.0.1.tgz")
 	var docs []string
-	for _, o := range pulumitest.RenderChart(t, archive, "prometheus-operator-crds", "default", nil, true) {
+	for _, o := range helmtest.RenderChart(t, archive, "prometheus-operator-crds", "default", nil, true) {
 		b, err := yaml.Marshal(o)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/tests/helmtest"
 	"github.com/natron/gpu-node-pools/tests/pulumitest"
 )
 
@@ -36,7 +37,7 @@ func stackLayer(t *testing.T, stack string) (platform.Spec, []gpupool.Pool) {
 func render(t *testing.T, release platform.Release) []map[string]any {
 	t.Helper()
 	s := platform.Spec{ChartDir: filepath.Join(pulumitest.SharedDir(t), "charts")}
-	return pulumitest.RenderChart(t, s.Source(release.Name, chartOf(release)).Chart, release.Name, "gpu-platform", release.Values, false)
+	return helmtest.RenderChart(t, s.Source(release.Name, chartOf(release)).Chart, release.Name, "gpu-platform", release.Values, false)
 }
 
 // chartOf is the pinned version of a release's chart.
@@ -58,7 +59,7 @@ func releaseOf(t *testing.T, rs []platform.Release, name string) platform.Releas
 	return platform.Release{}
 }
 
-var get = pulumitest.Get
+var get = helmtest.Get
 
 func ofKind(objs []map[string]any, kind string) []map[string]any {
 	var out []map[string]any

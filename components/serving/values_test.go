@@ -10,10 +10,11 @@ import (
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/tests/helmtest"
 	"github.com/natron/gpu-node-pools/tests/pulumitest"
 )
 
-var get = pulumitest.Get
+var get = helmtest.Get
 
 // The real vllm-stack chart renders a 70B model, sharded over 4 H100s of a
 // spot-free bare-metal pool, the way the issue asks: GPU requests, pool
@@ -49,7 +50,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 		t.Fatalf("the test model must fit: %+v", misfits)
 	}
 	archive := filepath.Join(pulumitest.SharedDir(t), "charts", "vllm-stack-0.1.12.tgz")
-	objs := pulumitest.RenderChart(t, archive, "vllm-llama3-70b", "models", serving.VLLMValues(e), false)
+	objs := helmtest.RenderChart(t, archive, "vllm-llama3-70b", "models", serving.VLLMValues(e), false)
 	byKind := map[string][]map[string]any{}
 	for _, o := range objs {
 		byKind[o["kind"].(string)] = append(byKind[o["kind"].(string)], o)
@@ -145,7 +146,7 @@ func TestKEDAChartRenders(t *testing.T) {
 	t.Parallel()
 	c := serving.KEDAChart
 	archive := filepath.Join(pulumitest.SharedDir(t), "charts", c.Name+"-"+c.Version+".tgz")
-	objs := pulumitest.RenderChart(t, archive, "keda", "keda", map[string]any{}, true)
+	objs := helmtest.RenderChart(t, archive, "keda", "keda", map[string]any{}, true)
 	var operator, crd bool
 	for _, o := range objs {
 		name := fmt.Sprint(get(o, "metadata", "name"))

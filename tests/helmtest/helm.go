@@ -1,4 +1,7 @@
-package pulumitest
+// Package helmtest renders real chart archives offline for tests. It stands
+// apart from pulumitest so that tests which do not render charts (and the
+// fuzzer, which instruments everything linked in) do not carry Helm.
+package helmtest
 
 import (
 	"testing"
