@@ -122,8 +122,8 @@ func TestDevicePluginChartOnProd(t *testing.T) {
 	if len(dss) == 0 {
 		t.Fatal("no DaemonSet rendered")
 	}
-	// The chart gives .Values.resources to its main containers only; the
-	// config-manager sidecars have none in 0.20.0 and no value to set it.
+	// Without time-slicing there is no config map, so no config-manager
+	// containers: every container must have requests and limits.
 	main := map[string]string{
 		"nvidia-device-plugin":                    "nvidia-device-plugin-ctr",
 		"nvidia-device-plugin-mps-control-daemon": "mps-control-daemon-ctr",
@@ -136,9 +136,29 @@ func TestDevicePluginChartOnProd(t *testing.T) {
 		}
 		checkGPUDaemonSet(t, ds, true, main[name])
 	}
-	cms := ofKind(objs, "ConfigMap")
-	if len(cms) != 1 || !strings.Contains(get(cms[0], "data", "default").(string), "migStrategy: single") {
-		t.Errorf("device plugin config map: %v", cms)
+	for _, ds := range dss {
+		pod := get(ds, "spec", "template", "spec")
+		for _, key := range []string{"containers", "initContainers"} {
+			cs, _ := get(pod, key).([]any)
+			for _, c := range cs {
+				if get(c, "resources", "limits", "memory") == nil || get(c, "resources", "requests", "cpu") == nil {
+					t.Errorf("%v/%v has no requests and limits", get(ds, "metadata", "name"), get(c, "name"))
+				}
+			}
+		}
+	}
+	if cms := ofKind(objs, "ConfigMap"); len(cms) != 0 {
+		t.Errorf("no time-slicing pool in prod: no config map wanted, got %v", cms)
+	}
+	// prod's only MIG pool uses MIG3g: single strategy
+	var plugin map[string]any
+	for _, ds := range dss {
+		if get(ds, "metadata", "name") == "nvidia-device-plugin" {
+			plugin = ds
+		}
+	}
+	if !strings.Contains(toJSON(get(plugin, "spec", "template", "spec", "containers")), `{"name":"MIG_STRATEGY","value":"single"}`) {
+		t.Errorf("MIG strategy not passed to the device plugin: %s", toJSON(get(plugin, "spec", "template", "spec", "containers")))
 	}
 }
 

@@ -113,15 +113,17 @@ func dcgmServiceMonitor(s Spec) serviceMonitor {
 	}
 }
 
+type devicePluginConfig struct {
+	Map     map[string]string `json:"map"`
+	Default string            `json:"default"`
+}
+
 type devicePluginValues struct {
-	MigStrategy  string            `json:"migStrategy"`
-	NodeSelector map[string]string `json:"nodeSelector"`
-	Tolerations  []toleration      `json:"tolerations"`
-	Resources    resources         `json:"resources"`
-	Config       struct {
-		Map     map[string]string `json:"map"`
-		Default string            `json:"default"`
-	} `json:"config"`
+	MigStrategy  string              `json:"migStrategy"`
+	NodeSelector map[string]string   `json:"nodeSelector"`
+	Tolerations  []toleration        `json:"tolerations"`
+	Resources    resources           `json:"resources"`
+	Config       *devicePluginConfig `json:"config,omitempty"`
 }
 
 // DevicePluginValues are the nvidia-device-plugin chart's values for a
@@ -133,8 +135,12 @@ func DevicePluginValues(s Spec, pools []gpupool.Pool) map[string]any {
 		Tolerations:  Tolerations(pools),
 		Resources:    smallAgent,
 	}
-	v.Config.Map = devicePluginConfigs(pools)
-	v.Config.Default = "default"
+	// A config map brings the chart's config-manager init and sidecar
+	// containers, which the chart gives no resources: use one only when a
+	// pool needs its own config (time-slicing).
+	if slices.ContainsFunc(pools, func(p gpupool.Pool) bool { return p.TimeSlicing > 1 }) {
+		v.Config = &devicePluginConfig{Map: devicePluginConfigs(pools), Default: "default"}
+	}
 	return merge(toMap(v), s.Values.DevicePlugin)
 }
 
