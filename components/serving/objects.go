@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/plain"
 )
 
 // Names of the shared objects.
@@ -168,14 +167,7 @@ func CronJob(ns string, j BatchJobSpec, pool gpupool.Pool, runtimeClass string) 
 	if deadline == 0 {
 		deadline = 240
 	}
-	tolerations := make([]any, len(pool.Tolerations))
-	for i, t := range pool.Tolerations {
-		tolerations[i] = map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect}
-	}
-	var exprs []any
-	for _, k := range plain.SortedKeys(pool.NodeSelector) {
-		exprs = append(exprs, map[string]any{"key": k, "operator": "In", "values": []any{pool.NodeSelector[k]}})
-	}
+	tolerations, exprs := poolTolerations(pool), poolMatchExpressions(pool)
 	gpus := fmt.Sprint(j.GPUs)
 	container := map[string]any{
 		"name": j.Name, "image": j.Image,

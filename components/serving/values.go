@@ -71,14 +71,7 @@ func VLLMValues(e Engine) map[string]any {
 	budget := StartupBudgetSeconds(e.Weights(), e.BandwidthMBps)
 	tp := e.TensorParallel
 	hostMemGi := int(math.Max(16, math.Ceil(1.2*e.Weights()))) // weights pass through host memory while loading
-	tolerations := make([]any, len(e.Pool.Tolerations))
-	for i, t := range e.Pool.Tolerations {
-		tolerations[i] = map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect}
-	}
-	selector := []any{}
-	for _, k := range plain.SortedKeys(e.Pool.NodeSelector) {
-		selector = append(selector, map[string]any{"key": k, "operator": "In", "values": []any{e.Pool.NodeSelector[k]}})
-	}
+	tolerations, selector := poolTolerations(e.Pool), poolMatchExpressions(e.Pool)
 	model := map[string]any{
 		"name":              e.Name,
 		"repository":        imageRepo(e.Image),
@@ -186,4 +179,23 @@ func EngineServiceMonitor(ns string, e Engine) map[string]any {
 	return platform.ServiceMonitor("model-"+e.Name, ns, e.ServiceMonitorLabels,
 		map[string]string{"app.kubernetes.io/instance": Release(e.Name), "app.kubernetes.io/component": "serving-engine"},
 		"service-port", "15s")
+}
+
+// poolTolerations are a pool's tolerations as plain pod-spec data.
+func poolTolerations(p gpupool.Pool) []any {
+	out := make([]any, len(p.Tolerations))
+	for i, t := range p.Tolerations {
+		out[i] = map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect}
+	}
+	return out
+}
+
+// poolMatchExpressions pin a pod to a pool (node affinity), in the form the
+// chart's nodeSelectorTerms and a pod's required node affinity both take.
+func poolMatchExpressions(p gpupool.Pool) []any {
+	out := []any{}
+	for _, k := range plain.SortedKeys(p.NodeSelector) {
+		out = append(out, map[string]any{"key": k, "operator": "In", "values": []any{p.NodeSelector[k]}})
+	}
+	return out
 }
