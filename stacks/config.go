@@ -23,6 +23,11 @@ type Secret string
 func (Secret) String() string   { return "[secret]" }
 func (Secret) GoString() string { return "[secret]" }
 
+// Output is the value as a Pulumi secret, the only form it leaves config in.
+func (s Secret) Output() pulumi.StringOutput {
+	return pulumi.ToSecret(pulumi.String(string(s))).(pulumi.StringOutput)
+}
+
 // Config is the stack config contract (gpu-node-pools:*). JSON names are
 // the keys platform engineers write in Pulumi.<stack>.yaml.
 type Config struct {
@@ -115,16 +120,13 @@ const ChartDirEnv = "GPU_NODE_POOLS_CHART_DIR"
 // Env is the rclone configuration of the "src" remote the download Jobs
 // read weights from, credentials as Pulumi secrets.
 func (s *StorageConfig) Env() pulumi.StringMap {
-	secret := func(v Secret) pulumi.StringInput {
-		return pulumi.ToSecret(pulumi.String(string(v))).(pulumi.StringOutput)
-	}
 	if s.Kind == serving.AzureBlob {
 		env := pulumi.StringMap{
 			"RCLONE_CONFIG_SRC_TYPE":    pulumi.String("azureblob"),
 			"RCLONE_CONFIG_SRC_ACCOUNT": pulumi.String(s.Account),
 		}
 		if s.AccountKey != "" {
-			env["RCLONE_CONFIG_SRC_KEY"] = secret(s.AccountKey)
+			env["RCLONE_CONFIG_SRC_KEY"] = s.AccountKey.Output()
 		} else {
 			env["RCLONE_CONFIG_SRC_ENV_AUTH"] = pulumi.String("true") // workload identity
 		}
@@ -134,8 +136,8 @@ func (s *StorageConfig) Env() pulumi.StringMap {
 		"RCLONE_CONFIG_SRC_TYPE":              pulumi.String("s3"),
 		"RCLONE_CONFIG_SRC_PROVIDER":          pulumi.String("Other"),
 		"RCLONE_CONFIG_SRC_ENDPOINT":          pulumi.String(s.Endpoint),
-		"RCLONE_CONFIG_SRC_ACCESS_KEY_ID":     secret(s.AccessKey),
-		"RCLONE_CONFIG_SRC_SECRET_ACCESS_KEY": secret(s.SecretKey),
+		"RCLONE_CONFIG_SRC_ACCESS_KEY_ID":     s.AccessKey.Output(),
+		"RCLONE_CONFIG_SRC_SECRET_ACCESS_KEY": s.SecretKey.Output(),
 	}
 	if s.Region != "" {
 		env["RCLONE_CONFIG_SRC_REGION"] = pulumi.String(s.Region)

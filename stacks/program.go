@@ -13,7 +13,6 @@ import (
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/plain"
 	"github.com/natron/gpu-node-pools/components/platform"
-	"github.com/natron/gpu-node-pools/components/serving"
 )
 
 // Program is the whole Pulumi program. main.go and the Automation API both
@@ -32,40 +31,6 @@ type Deployment struct {
 	Providers *Providers
 	Pools     []gpupool.Pool
 	Platform  *platform.GPUPlatform
-}
-
-// deployServing registers the models and batch jobs.
-func deployServing(ctx *pulumi.Context, cfg *Config, spec platform.Spec, d *Deployment, providers *Providers) (*serving.ModelServing, error) {
-	pools := map[string]gpupool.Pool{}
-	for _, p := range d.Pools {
-		pools[p.Name] = p
-	}
-	var key pulumi.StringInput
-	if cfg.Serving.APIKey != "" {
-		key = pulumi.ToSecret(pulumi.String(string(cfg.Serving.APIKey))).(pulumi.StringOutput)
-	}
-	runtime := ""
-	if spec.GPUStack == platform.GPUOperator {
-		runtime = "nvidia" // the operator's RuntimeClass; AKS's default runtime has GPUs
-	}
-	args := &serving.Args{
-		Options:              cfg.Serving.Defaults(cfg.Target == catalog.AKS),
-		Models:               cfg.Models,
-		BatchJobs:            cfg.BatchJobs,
-		Pools:                pools,
-		APIKey:               key,
-		ChartDir:             spec.ChartDir,
-		ServiceMonitorLabels: spec.Monitoring.ServiceMonitorLabels,
-		RuntimeClass:         runtime,
-		Workload:             providers.Workload,
-		Rendering:            cfg.RenderDir != "",
-		SkipAwait:            spec.SkipAwait,
-	}
-	if cfg.Storage != nil {
-		args.Storage = cfg.Storage.StorageSpec
-		args.StorageEnv = cfg.Storage.Env()
-	}
-	return serving.NewModelServing(ctx, "serving", args, pulumi.DependsOn([]pulumi.Resource{d.Platform}))
 }
 
 // Deploy registers the pools of a validated config and the stack outputs.

@@ -68,7 +68,7 @@ func renderProvider(ctx *pulumi.Context, name, dir string) (*kubernetes.Provider
 
 func kubeconfigProvider(ctx *pulumi.Context, name string, kubeconfig Secret) (*kubernetes.Provider, error) {
 	return kubernetes.NewProvider(ctx, name, &kubernetes.ProviderArgs{
-		Kubeconfig: pulumi.ToSecret(pulumi.String(string(kubeconfig))).(pulumi.StringOutput),
+		Kubeconfig: kubeconfig.Output(),
 	})
 }
 
