@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the Kyverno CLI (the real policy engine, offline) from its Go module
+# into the per-user toolchain cache: about 15 minutes cold, seconds when
+# cached. Prints the bin directory.
+set -euo pipefail
+VERSION=v1.19.0
+CACHE_ROOT="${GPU_NODE_POOLS_TOOLCHAIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-node-pools/toolchain}"
+BIN="$CACHE_ROOT/kyverno-$VERSION/bin"
+export GOFLAGS="-buildvcs=false -mod=mod" GOTOOLCHAIN=local
+if [ ! -x "$BIN/kyverno" ]; then
+	echo "toolchain: building the kyverno CLI $VERSION (about 15 minutes cold)" >&2
+	dir="$CACHE_ROOT/work/kyverno"
+	rm -rf "$dir" && mkdir -p "$dir" "$BIN"
+	cat >"$dir/go.mod" <<MOD
+module gpu-node-pools-toolchain/kyverno
+
+go 1.26
+
+require github.com/kyverno/kyverno $VERSION
+
+// Copied from upstream's go.mod: replaces in a dependency are ignored.
+replace k8s.io/pod-security-admission => github.com/kyverno/pod-security-admission v0.0.0-20251031094455-46f20778634f
+MOD
+	printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno"\n' >"$dir/tools.go"
+	(cd "$dir" && go mod tidy >&2 &&
+		go build -ldflags "-X github.com/kyverno/kyverno/pkg/version.BuildVersion=$VERSION" \
+			-o "$BIN/kyverno.tmp" github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno)
+	mv "$BIN/kyverno.tmp" "$BIN/kyverno"
+fi
+echo "$BIN"
