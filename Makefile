@@ -37,9 +37,11 @@ unit:
 fuzz:
 	go test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./stacks
 
-## bench: speed and memory of config loading and of one program evaluation.
+## bench: speed and memory of config loading, program evaluation (mocks) and
+## fleet previews (real engine).
 bench:
-	go test -run '^$$' -bench . -benchmem ./...
+	GPU_NODE_POOLS_PULUMI_BIN="$$(.ci/toolchain/install.sh | tail -n 1)" \
+	go test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
 ## toolchain: build the pinned Pulumi CLI, Go language host and Kubernetes
 ## provider from Go modules into the per-user cache (seconds when cached).
