@@ -18,7 +18,7 @@ func PulumiRoot(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv(ToolchainEnv)
 	if bin == "" {
-		missing(t, "real-engine test needs %s: run `make test` (or `make toolchain` and export %s=<its last line>)", ToolchainEnv, ToolchainEnv)
+		Missing(t, "real-engine test needs %s: run `make test` (or `make toolchain` and export %s=<its last line>)", ToolchainEnv, ToolchainEnv)
 	}
 	for _, b := range []string{"pulumi", "pulumi-language-go", "pulumi-resource-kubernetes"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
