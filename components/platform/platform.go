@@ -58,6 +58,23 @@ type Release struct {
 	Values map[string]any
 }
 
+// HelmArgs are the helm v4 Chart inputs of a release: a local archive, or
+// the chart from its repository at its pinned version.
+func (r Release) HelmArgs(namespace string, skipAwait bool) *helmv4.ChartArgs {
+	a := &helmv4.ChartArgs{
+		Chart:     pulumi.String(r.Source.Chart),
+		Name:      pulumi.String(r.Name),
+		Namespace: pulumi.String(namespace),
+		Values:    plain.Map(r.Values),
+		SkipAwait: pulumi.Bool(skipAwait),
+	}
+	if r.Source.Repo != "" {
+		a.Version = pulumi.String(r.Source.Version)
+		a.RepositoryOpts = &helmv4.RepositoryOptsArgs{Repo: pulumi.String(r.Source.Repo)}
+	}
+	return a
+}
+
 // Releases are the Helm releases for a defaulted spec: device plugin and
 // DCGM exporter, or the GPU operator alone (it brings both).
 func Releases(s Spec, pools []gpupool.Pool) []Release {
@@ -102,18 +119,7 @@ func NewGPUPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi
 	inNS := append(child, pulumi.DependsOn([]pulumi.Resource{ns}))
 
 	for _, r := range Releases(s, args.Pools) {
-		chartArgs := &helmv4.ChartArgs{
-			Chart:     pulumi.String(r.Source.Chart),
-			Name:      pulumi.String(r.Name),
-			Namespace: pulumi.String(s.Namespace),
-			Values:    plain.Map(r.Values),
-			SkipAwait: pulumi.Bool(s.SkipAwait),
-		}
-		if r.Source.Repo != "" {
-			chartArgs.Version = pulumi.String(r.Source.Version)
-			chartArgs.RepositoryOpts = &helmv4.RepositoryOptsArgs{Repo: pulumi.String(r.Source.Repo)}
-		}
-		if _, err := helmv4.NewChart(ctx, name+"-"+r.Name, chartArgs, inNS...); err != nil {
+		if _, err := helmv4.NewChart(ctx, name+"-"+r.Name, r.HelmArgs(s.Namespace, s.SkipAwait), inNS...); err != nil {
 			return nil, fmt.Errorf("gpu platform %s: chart %s: %w", name, r.Name, err)
 		}
 		p.Releases = append(p.Releases, r.Name)

@@ -2,7 +2,6 @@ package serving
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/plain"
+	"github.com/natron/gpu-node-pools/components/platform"
 )
 
 // ModelServingType is the component's type token.
@@ -74,15 +74,14 @@ type ModelEndpoint struct {
 	Public   string `json:"public,omitempty"`
 }
 
-func chartArgs(c Chart, chartDir, release, ns string, values map[string]any) *helmv4.ChartArgs {
-	a := &helmv4.ChartArgs{Name: pulumi.String(release), Namespace: pulumi.String(ns), Values: plain.Map(values)}
-	if chartDir != "" {
-		a.Chart = pulumi.String(filepath.Join(chartDir, c.Name+"-"+c.Version+".tgz"))
-		return a
+// release is a chart of this package as a Helm release, from chartDir when
+// set, else from the chart's repository.
+func release(c Chart, chartDir, name string, values map[string]any) platform.Release {
+	return platform.Release{
+		Name:   name,
+		Source: platform.Spec{ChartDir: chartDir}.Source(c.Name, platform.Chart{Version: c.Version, Repo: c.Repo}),
+		Values: values,
 	}
-	a.Chart, a.Version = pulumi.String(c.Name), pulumi.String(c.Version)
-	a.RepositoryOpts = &helmv4.RepositoryOptsArgs{Repo: pulumi.String(c.Repo)}
-	return a
 }
 
 // NewEngine is how the program serves a validated model on its pool with
@@ -193,7 +192,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		if err != nil {
 			return fail("keda namespace", err)
 		}
-		k, err := helmv4.NewChart(ctx, name+"-keda", chartArgs(o.Charts.KEDA.Chart(KEDAChart), args.ChartDir, "keda", "keda", map[string]any{}),
+		k, err := helmv4.NewChart(ctx, name+"-keda", release(o.Charts.KEDA.Chart(KEDAChart), args.ChartDir, "keda", map[string]any{}).HelmArgs("keda", false),
 			append(child, pulumi.DependsOn([]pulumi.Resource{kns}))...)
 		if err != nil {
 			return fail("keda", err)
@@ -225,14 +224,13 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 			return fail("download job "+m.Name, err)
 		}
 		engine := NewEngine(m, pool, o, args.ServiceMonitorLabels, args.RuntimeClass)
-		ca := chartArgs(o.Charts.VLLMStack.Chart(VLLMStackChart), args.ChartDir, Release(m.Name), ns, VLLMValues(engine))
-		ca.SkipAwait = pulumi.Bool(args.SkipAwait)
-		release, err := helmv4.NewChart(ctx, name+"-"+m.Name, ca, append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}))...)
+		rel := release(o.Charts.VLLMStack.Chart(VLLMStackChart), args.ChartDir, Release(m.Name), VLLMValues(engine))
+		chart, err := helmv4.NewChart(ctx, name+"-"+m.Name, rel.HelmArgs(ns, args.SkipAwait), append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}))...)
 		if err != nil {
 			return fail("vllm-stack "+m.Name, err)
 		}
 		if _, err := plain.Object(ctx, name+"-"+m.Name+"-scaling", ScaledObject(ns, engine),
-			append(child, pulumi.DependsOn(append([]pulumi.Resource{release}, keda...)))...); err != nil {
+			append(child, pulumi.DependsOn(append([]pulumi.Resource{chart}, keda...)))...); err != nil {
 			return fail("scaled object "+m.Name, err)
 		}
 		if _, err := plain.Object(ctx, name+"-"+m.Name+"-servicemonitor", EngineServiceMonitor(ns, engine), inNS...); err != nil {
