@@ -3,7 +3,7 @@
 # module into the per-user toolchain cache.
 set -euo pipefail
 VERSION=v1.7.12
-CACHE_ROOT="${GPU_NODE_POOLS_TOOLCHAIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-node-pools/toolchain}"
+. "$(dirname "$0")/lib.sh"
 BIN="$CACHE_ROOT/actionlint-$VERSION/bin"
 if [ ! -x "$BIN/actionlint" ]; then
 	echo "toolchain: building actionlint $VERSION" >&2

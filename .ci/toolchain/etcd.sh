@@ -3,13 +3,12 @@
 # the per-user toolchain cache, about a minute cold. Prints the bin directory.
 set -euo pipefail
 VERSION=v3.7.0
-CACHE_ROOT="${GPU_NODE_POOLS_TOOLCHAIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-node-pools/toolchain}"
+. "$(dirname "$0")/lib.sh"
 BIN="$CACHE_ROOT/etcd-$VERSION/bin"
-export GOFLAGS="-buildvcs=false -mod=mod" GOTOOLCHAIN=local
 if [ ! -x "$BIN/etcd" ]; then
 	echo "toolchain: building etcd $VERSION" >&2
-	dir="$CACHE_ROOT/work/etcd"
-	rm -rf "$dir" && mkdir -p "$dir" "$BIN"
+	dir=$(fresh_dir etcd)
+	mkdir -p "$BIN"
 	# The server module points its sibling modules at ../ paths: use their
 	# released versions instead.
 	cat >"$dir/go.mod" <<MOD

@@ -18,25 +18,16 @@ LANGUAGE_GO_VERSION=v3.62.0
 KUBERNETES_VERSION=4.25.0
 KUBERNETES_PROVIDER_MODULE=v4.0.0-20260115033456-f47bc2d6f199 # the commit tagged v4.25.0
 
-CACHE_ROOT="${GPU_NODE_POOLS_TOOLCHAIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-node-pools/toolchain}"
+. "$(dirname "$0")/lib.sh"
 BIN="$CACHE_ROOT/pulumi-$PULUMI_VERSION+go-$LANGUAGE_GO_VERSION+kubernetes-$KUBERNETES_VERSION/bin"
-WORK="$CACHE_ROOT/work"
-mkdir -p "$BIN" "$WORK"
-export GOFLAGS="-buildvcs=false -mod=mod" GOTOOLCHAIN=local
+mkdir -p "$BIN"
 
 log() { echo "toolchain: $*" >&2; }
-
-# wrapper NAME: a fresh directory for a wrapper module.
-wrapper() {
-	local dir="$WORK/$1"
-	rm -rf "$dir" && mkdir -p "$dir"
-	echo "$dir"
-}
 
 build_pulumi() {
 	[ -x "$BIN/pulumi" ] && return
 	log "building pulumi $PULUMI_VERSION (about 20 minutes cold)"
-	local dir; dir=$(wrapper pulumi)
+	local dir; dir=$(fresh_dir pulumi)
 	cat >"$dir/go.mod" <<MOD
 module gpu-node-pools-toolchain/pulumi
 
@@ -62,7 +53,7 @@ MOD
 build_language_go() {
 	[ -x "$BIN/pulumi-language-go" ] && return
 	log "building pulumi-language-go from sdk $LANGUAGE_GO_VERSION"
-	local dir; dir=$(wrapper language-go)
+	local dir; dir=$(fresh_dir language-go)
 	cat >"$dir/go.mod" <<MOD
 module gpu-node-pools-toolchain/language-go
 
@@ -82,7 +73,7 @@ MOD
 build_kubernetes() {
 	[ -x "$BIN/pulumi-resource-kubernetes" ] && return
 	log "building pulumi-resource-kubernetes $KUBERNETES_VERSION (about 17 minutes cold)"
-	local dir; dir=$(wrapper kubernetes)
+	local dir; dir=$(fresh_dir kubernetes)
 	cat >"$dir/go.mod" <<MOD
 module gpu-node-pools-toolchain/kubernetes
 

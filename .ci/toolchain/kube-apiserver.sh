@@ -6,14 +6,13 @@
 set -euo pipefail
 VERSION=v1.37.2
 STAGING_VERSION=v0.37.2
-CACHE_ROOT="${GPU_NODE_POOLS_TOOLCHAIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-node-pools/toolchain}"
+. "$(dirname "$0")/lib.sh"
 BIN="$CACHE_ROOT/kubernetes-$VERSION/bin"
-export GOFLAGS="-buildvcs=false -mod=mod" GOTOOLCHAIN=local
 
 if [ ! -x "$BIN/kube-apiserver" ] || [ ! -x "$BIN/kube-controller-manager" ] || [ ! -x "$BIN/kubectl" ]; then
 	echo "toolchain: building kube-apiserver, kube-controller-manager and kubectl $VERSION (about 30 minutes cold)" >&2
-	dir="$CACHE_ROOT/work/kubernetes"
-	rm -rf "$dir" && mkdir -p "$dir" "$BIN"
+	dir=$(fresh_dir kube-apiserver) # not "kubernetes": install.sh builds the provider there
+	mkdir -p "$BIN"
 	# k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces
 	# them with local paths, which a dependency's go.mod cannot do: replace
 	# each with its released version instead (the two samples are not served

@@ -4,13 +4,12 @@
 # cached. Prints the bin directory.
 set -euo pipefail
 VERSION=v1.19.0
-CACHE_ROOT="${GPU_NODE_POOLS_TOOLCHAIN:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-node-pools/toolchain}"
+. "$(dirname "$0")/lib.sh"
 BIN="$CACHE_ROOT/kyverno-$VERSION/bin"
-export GOFLAGS="-buildvcs=false -mod=mod" GOTOOLCHAIN=local
 if [ ! -x "$BIN/kyverno" ]; then
 	echo "toolchain: building the kyverno CLI $VERSION (about 15 minutes cold)" >&2
-	dir="$CACHE_ROOT/work/kyverno"
-	rm -rf "$dir" && mkdir -p "$dir" "$BIN"
+	dir=$(fresh_dir kyverno)
+	mkdir -p "$BIN"
 	cat >"$dir/go.mod" <<MOD
 module gpu-node-pools-toolchain/kyverno
 
