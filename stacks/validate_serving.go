@@ -21,10 +21,10 @@ const (
 	maxBatchName = 52
 )
 
-// poolFacts are the facts of the config's pools with a known SKU and sane
+// PoolFacts are the facts of the config's pools with a known SKU and sane
 // sharing, by name (an absurd timeSlicing, already reported, would make the
 // fit check count divisors of billions).
-func poolFacts(cfg *Config) map[string]gpupool.Pool {
+func PoolFacts(cfg *Config) map[string]gpupool.Pool {
 	out := map[string]gpupool.Pool{}
 	for _, p := range cfg.Pools {
 		if p.TimeSlicing < 0 || p.TimeSlicing > maxTimeSlicing {
@@ -73,7 +73,7 @@ func validateServing(ps *problems, cfg *Config, skip map[string]bool) {
 			ps.add(p("charts."+c.k+".repo"), "must be an https:// or oci:// Helm repository, got %q", c.v.Repo)
 		}
 	}
-	pools := poolFacts(cfg)
+	pools := PoolFacts(cfg)
 	poolNames := make([]string, 0, len(cfg.Pools))
 	for _, pl := range cfg.Pools {
 		poolNames = append(poolNames, pl.Name)

@@ -13,19 +13,13 @@ import (
 
 	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/tests/stacktest"
 )
 
 // devConfig is the dev stack file as typed config, rendering into dir.
 func devConfig(t *testing.T, dir string) *stacks.Config {
 	t.Helper()
-	cfg, _, err := pulumitest.StackConfig("dev")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := stacks.Load(pulumitest.Unqualified(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := stacktest.Config(t, "dev")
 	c.RenderDir = dir
 	c.Platform.ChartDir = filepath.Join(pulumitest.SharedDir(t), "charts")
 	return c

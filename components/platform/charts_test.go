@@ -11,23 +11,17 @@ import (
 	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/tests/helmtest"
 	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/tests/stacktest"
 )
 
 // stackLayer is the defaulted platform spec and pool facts of a real stack.
 func stackLayer(t *testing.T, stack string) (platform.Spec, []gpupool.Pool) {
 	t.Helper()
-	raw, _, err := pulumitest.StackConfig(stack)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := stacks.Load(pulumitest.Unqualified(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := stacktest.Config(t, stack)
+	facts := stacks.PoolFacts(cfg)
 	var pools []gpupool.Pool
 	for _, s := range cfg.Pools {
-		sku, _ := catalog.Lookup(cfg.Target, s.SKU)
-		pools = append(pools, gpupool.NewFacts(s, sku))
+		pools = append(pools, facts[s.Name])
 	}
 	return cfg.Platform.Defaults(cfg.Target == catalog.AKS), pools
 }

@@ -6,12 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/tests/helmtest"
 	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/tests/stacktest"
 )
 
 var get = helmtest.Get
@@ -23,27 +22,14 @@ var get = helmtest.Get
 func TestVLLMStackRendersTheEngine(t *testing.T) {
 	t.Parallel()
 	// the prod stack's 70B model, exactly as the program serves it
-	raw, _, err := pulumitest.StackConfig("prod")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := stacks.Load(pulumitest.Unqualified(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := stacktest.Config(t, "prod")
 	var m serving.ModelSpec
 	for _, x := range cfg.Models {
 		if x.Name == "llama3-70b" {
 			m = x
 		}
 	}
-	var pool gpupool.Pool
-	for _, p := range cfg.Pools {
-		if p.Name == m.Pool {
-			sku, _ := catalog.Lookup(cfg.Target, p.SKU)
-			pool = gpupool.NewFacts(p, sku)
-		}
-	}
+	pool := stacks.PoolFacts(cfg)[m.Pool]
 	o := cfg.Serving.Defaults(true)
 	e := serving.NewEngine(m, pool, o, map[string]string{"release": "kube-prometheus-stack"}, "")
 	if misfits := serving.Fit(e.Model, pool); len(misfits) != 0 {
