@@ -26,12 +26,14 @@ vet:
 lint:
 	.ci/toolchain/actionlint.sh
 
-# The engine and API-server tests need the pinned toolchain, kube-apiserver
-# and etcd: each builds once per version into the per-user cache.
+# The engine, API-server and policy tests need the pinned toolchain,
+# kube-apiserver, etcd and the Kyverno CLI: each builds once per version into
+# the per-user cache.
 unit:
 	GPU_NODE_POOLS_PULUMI_BIN="$$(.ci/toolchain/install.sh | tail -n 1)" \
 	GPU_NODE_POOLS_KUBE_BIN="$$(.ci/toolchain/kube-apiserver.sh | tail -n 1)" \
 	GPU_NODE_POOLS_ETCD_BIN="$$(.ci/toolchain/etcd.sh | tail -n 1)" \
+	GPU_NODE_POOLS_KYVERNO_BIN="$$(.ci/toolchain/kyverno.sh | tail -n 1)" \
 	go test -count=1 -timeout 45m ./...
 
 fuzz:
