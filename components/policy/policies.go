@@ -1,0 +1,223 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Names of the ClusterPolicies and their rules, as Kyverno reports them.
+const (
+	RequireResourcesName   = "gpu-require-resources"
+	AllowedRegistriesName  = "gpu-allowed-registries"
+	DisallowPrivilegedName = "gpu-disallow-privileged"
+	GPUTaintName           = "gpu-taint"
+	GPUTolerationName      = "gpu-toleration"
+
+	RuleDeclareResources    = "gpu-containers-declare-resources"
+	RuleGPUPodRegistries    = "gpu-pod-images"
+	RuleNamespaceRegistries = "gpu-namespace-images"
+	RuleNoPrivileged        = "no-privileged-gpu-containers"
+	RuleAddToleration       = "add-gpu-toleration"
+	RuleTaintNeedsGPU       = "gpu-toleration-needs-gpu-request"
+)
+
+// CEL shared by the validation rules. Kyverno's autogen rewrites
+// object.spec for Deployments, Jobs and the other pod controllers, so a
+// workload is rejected when it is applied, not when its pods are created.
+var (
+	celContainers = variable("containers",
+		"object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])")
+	// A GPU pod requests nvidia.com/gpu or, with MIG's mixed strategy, a
+	// nvidia.com/mig-<profile> slice.
+	celGPU = variable("gpu", "variables.containers.exists(c, has(c.resources) && ("+
+		"(has(c.resources.limits) && c.resources.limits.exists(k, "+isGPUResource("k")+")) || "+
+		"(has(c.resources.requests) && c.resources.requests.exists(k, "+isGPUResource("k")+"))))")
+	// Tolerating the GPU taint: its key, or the wildcard toleration.
+	celTolerates = variable("tolerates", "has(object.spec.tolerations) && object.spec.tolerations.exists(t, "+
+		"(has(t.key) && t.key == 'nvidia.com/gpu') || ((!has(t.key) || t.key == '') && has(t.operator) && t.operator == 'Exists'))")
+	celOnGPUNodes = variable("onGPUNodes", "variables.gpu || variables.tolerates")
+	// The same normalisation as NormalizeImage: docker.io for images without
+	// a registry host, docker.io/library for single-name images.
+	celImages = variable("images", "variables.containers.map(c, c.image.contains('/') ? "+
+		"((c.image.split('/')[0].contains('.') || c.image.split('/')[0].contains(':') || c.image.split('/')[0] == 'localhost') ? "+
+		"c.image : 'docker.io/' + c.image) : 'docker.io/library/' + c.image)")
+	celDaemonSet = variable("daemonSet", "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, o.kind == 'DaemonSet')")
+)
+
+func isGPUResource(k string) string {
+	return fmt.Sprintf("%s == 'nvidia.com/gpu' || %s.startsWith('nvidia.com/mig-')", k, k)
+}
+
+func variable(name, expr string) map[string]any {
+	return map[string]any{"name": name, "expression": expr}
+}
+
+// ClusterPolicies are the enabled policies as plain objects, in a fixed
+// order. Nothing when the block is switched off.
+func ClusterPolicies(r Resolved) []map[string]any {
+	if !r.On() {
+		return nil
+	}
+	var out []map[string]any
+	if t := r.RequireResources; t.On() {
+		out = append(out, requireResources(r))
+	}
+	if t := r.AllowedRegistries; t.On() {
+		out = append(out, allowedRegistries(r))
+	}
+	if t := r.DisallowPrivileged; t.On() {
+		out = append(out, disallowPrivileged(r))
+	}
+	if t := r.GPUTaint; t.On() {
+		out = append(out, gpuToleration(), gpuTaint(r))
+	}
+	return out
+}
+
+func requireResources(r Resolved) map[string]any {
+	limits := "'memory' in c.resources.limits"
+	what := "cpu and memory requests and a memory limit"
+	if r.RequireResources.RequireCPULimit {
+		limits = "'cpu' in c.resources.limits && " + limits
+		what = "cpu and memory requests and limits"
+	}
+	return clusterPolicy(RequireResourcesName, "GPU pods declare their resources",
+		"Every container of a pod that requests a GPU declares "+what+", so GPU nodes are packed by what pods really use.",
+		nil, validateRule(RuleDeclareResources, r.RequireResources.Action, podMatch(nil), nil,
+			[]any{celContainers, celGPU},
+			"!variables.gpu || variables.containers.all(c, has(c.resources) && has(c.resources.requests) && "+
+				"'cpu' in c.resources.requests && 'memory' in c.resources.requests && has(c.resources.limits) && "+limits+")",
+			"every container of a GPU pod must declare "+what))
+}
+
+func allowedRegistries(r Resolved) map[string]any {
+	var prefixes []string
+	for _, reg := range r.AllowedRegistries.Registries {
+		prefixes = append(prefixes, "'"+strings.TrimSuffix(reg, "/")+"'")
+	}
+	list := strings.Join(r.AllowedRegistries.Registries, ", ")
+	allowed := "variables.images.all(i, [" + strings.Join(prefixes, ", ") + "].exists(p, " +
+		"i.startsWith(p + '/') || i.startsWith(p + ':') || i.startsWith(p + '@')))"
+	msg := "images must come from the allowed registries: " + list
+	action := r.AllowedRegistries.Action
+	return clusterPolicy(AllowedRegistriesName, "GPU images from allowed registries",
+		"Pods that can run on GPU nodes, and every pod in the platform and serving namespaces, pull images only from "+list+".",
+		nil,
+		validateRule(RuleGPUPodRegistries, action, podMatch(nil), nil,
+			[]any{celContainers, celGPU, celTolerates, celOnGPUNodes, celImages}, "!variables.onGPUNodes || "+allowed, msg),
+		validateRule(RuleNamespaceRegistries, action, podMatch([]string{r.PlatformNamespace, r.ServingNamespace}), nil,
+			[]any{celContainers, celImages}, allowed, msg))
+}
+
+func disallowPrivileged(r Resolved) map[string]any {
+	exempt := r.exempt(r.DisallowPrivileged.ExemptNamespaces)
+	return clusterPolicy(DisallowPrivilegedName, "No privileged GPU containers",
+		"Pods that can run on GPU nodes run no privileged container, outside "+strings.Join(exempt, ", ")+
+			" (the GPU operator's DaemonSets need privileges to load drivers).",
+		nil, validateRule(RuleNoPrivileged, r.DisallowPrivileged.Action, podMatch(nil), exclude(exempt),
+			[]any{celContainers, celGPU, celTolerates, celOnGPUNodes},
+			"!variables.onGPUNodes || variables.containers.all(c, !has(c.securityContext) || "+
+				"!has(c.securityContext.privileged) || !c.securityContext.privileged)",
+			"containers of pods that can run on GPU nodes must not be privileged"))
+}
+
+// gpuToleration adds the GPU toleration to pods that request a GPU. A
+// policy of its own: Kyverno generates no controller rules for a policy
+// with a JSON patch, and the taint check below needs them.
+func gpuToleration() map[string]any {
+	jp := "request.object.spec.[containers, initContainers || `[]`][] | " +
+		"[].[keys(resources.limits || `{}`), keys(resources.requests || `{}`)][][] | " +
+		"[?@ == 'nvidia.com/gpu' || starts_with(@, 'nvidia.com/mig-')]"
+	return clusterPolicy(GPUTolerationName, "GPU pods tolerate the GPU taint",
+		"Pods that request a GPU get the toleration for nvidia.com/gpu=present:NoSchedule.",
+		nil, map[string]any{
+			"name":  RuleAddToleration,
+			"match": podMatch(nil),
+			"preconditions": map[string]any{"all": []any{
+				map[string]any{"key": "{{ length(" + jp + ") }}", "operator": "GreaterThan", "value": 0},
+				map[string]any{"key": "{{ length(request.object.spec.tolerations[?key == 'nvidia.com/gpu'] || `[]`) }}", "operator": "Equals", "value": 0},
+			}},
+			"mutate": map[string]any{
+				// Kyverno creates /spec/tolerations when the pod has none.
+				"patchesJson6902": "- op: add\n  path: /spec/tolerations/-\n  value: {key: nvidia.com/gpu, operator: Equal, value: present, effect: NoSchedule}\n",
+			},
+		})
+}
+
+// gpuTaint keeps pods that do not request a GPU off GPU nodes.
+func gpuTaint(r Resolved) map[string]any {
+	exempt := r.exempt(r.GPUTaint.ExemptNamespaces)
+	return clusterPolicy(GPUTaintName, "GPU nodes for GPU pods",
+		"Pods that tolerate nvidia.com/gpu=present:NoSchedule without requesting a GPU are rejected, outside "+
+			strings.Join(exempt, ", ")+" and DaemonSets.",
+		// DaemonSets (log shippers, CNI, exporters) run on every node by design.
+		map[string]any{"pod-policies.kyverno.io/autogen-controllers": "Deployment,ReplicaSet,StatefulSet,Job,CronJob"},
+		validateRule(RuleTaintNeedsGPU, r.GPUTaint.Action, podMatch(nil), exclude(exempt),
+			[]any{celContainers, celGPU, celTolerates, celDaemonSet},
+			"!variables.tolerates || variables.gpu || variables.daemonSet",
+			"only pods that request nvidia.com/gpu may tolerate the GPU taint nvidia.com/gpu=present:NoSchedule"))
+}
+
+func clusterPolicy(name, title, description string, annotations map[string]any, rules ...map[string]any) map[string]any {
+	ann := map[string]any{
+		"policies.kyverno.io/title":       title,
+		"policies.kyverno.io/category":    "GPU",
+		"policies.kyverno.io/subject":     "Pod",
+		"policies.kyverno.io/description": description,
+	}
+	for k, v := range annotations {
+		ann[k] = v
+	}
+	rs := make([]any, len(rules))
+	for i, r := range rules {
+		rs[i] = r
+	}
+	return map[string]any{
+		"apiVersion": "kyverno.io/v1",
+		"kind":       "ClusterPolicy",
+		"metadata": map[string]any{
+			"name":        name,
+			"labels":      map[string]any{"app.kubernetes.io/part-of": "gpu-node-pools", "app.kubernetes.io/managed-by": "pulumi"},
+			"annotations": ann,
+		},
+		"spec": map[string]any{"background": true, "rules": rs},
+	}
+}
+
+func validateRule(name string, action Action, match, exclude map[string]any, variables []any, expr, msg string) map[string]any {
+	rule := map[string]any{
+		"name":  name,
+		"match": match,
+		"validate": map[string]any{
+			"failureAction": string(action),
+			"cel": map[string]any{
+				"variables":   variables,
+				"expressions": []any{map[string]any{"expression": expr, "message": msg}},
+			},
+		},
+	}
+	if exclude != nil {
+		rule["exclude"] = exclude
+	}
+	return rule
+}
+
+func podMatch(namespaces []string) map[string]any {
+	res := map[string]any{"kinds": []any{"Pod"}}
+	if len(namespaces) > 0 {
+		res["namespaces"] = toAny(namespaces)
+	}
+	return map[string]any{"any": []any{map[string]any{"resources": res}}}
+}
+
+func exclude(namespaces []string) map[string]any {
+	return map[string]any{"any": []any{map[string]any{"resources": map[string]any{"namespaces": toAny(namespaces)}}}}
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
