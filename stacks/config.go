@@ -10,6 +10,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 )
 
@@ -48,6 +49,18 @@ type Config struct {
 	Models []serving.ModelSpec `json:"models,omitempty"`
 	// BatchJobs run off-peak on the pools.
 	BatchJobs []serving.BatchJobSpec `json:"batchJobs,omitempty"`
+	// Policies are the Kyverno policies for GPU pods.
+	Policies policy.Spec `json:"policies,omitempty"`
+}
+
+// ResolvedPolicies are the policies with their defaults and their scope:
+// the platform and serving namespaces this stack uses.
+func (c *Config) ResolvedPolicies() policy.Resolved {
+	onAKS := c.Target == catalog.AKS
+	return c.Policies.Resolve(policy.Scope{
+		PlatformNamespace: c.Platform.Defaults(onAKS).Namespace,
+		ServingNamespace:  c.Serving.Defaults(onAKS).Namespace,
+	})
 }
 
 // StorageConfig is the weights store with its credentials (secrets).
@@ -111,7 +124,7 @@ func (c *Config) ProtectFor(stack string) bool {
 }
 
 // configKeys are the top-level keys, in documentation order.
-var configKeys = []string{"target", "aks", "natron", "renderDir", "protect", "pools", "platform", "storage", "serving", "models", "batchJobs"}
+var configKeys = []string{"target", "aks", "natron", "renderDir", "protect", "pools", "platform", "storage", "serving", "models", "batchJobs", "policies"}
 
 // ChartDirEnv is read when platform.chartDir is not set: a local directory
 // of chart archives for offline rendering (tests, these build machines).

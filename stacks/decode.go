@@ -66,7 +66,7 @@ func load(raw map[string]string, getenv func(string) string) (*Config, error) {
 	for _, b := range []struct {
 		k    string
 		into any
-	}{{"storage", &cfg.Storage}, {"serving", &cfg.Serving}, {"models", &cfg.Models}, {"batchJobs", &cfg.BatchJobs}} {
+	}{{"storage", &cfg.Storage}, {"serving", &cfg.Serving}, {"models", &cfg.Models}, {"batchJobs", &cfg.BatchJobs}, {"policies", &cfg.Policies}} {
 		if v := raw[b.k]; !emptyObject(v) && strings.TrimSpace(v) != "[]" {
 			skip[b.k] = !decodeStrict(&ps, key(b.k), v, b.into)
 		}

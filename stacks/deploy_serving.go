@@ -10,9 +10,9 @@ import (
 )
 
 // deployServing registers the models and batch jobs.
-func deployServing(ctx *pulumi.Context, cfg *Config, spec platform.Spec, d *Deployment, providers *Providers) (*serving.ModelServing, error) {
+func deployServing(ctx *pulumi.Context, cfg *Config, spec platform.Spec, providers *Providers, poolList []gpupool.Pool, after []pulumi.Resource) (*serving.ModelServing, error) {
 	pools := map[string]gpupool.Pool{}
-	for _, p := range d.Pools {
+	for _, p := range poolList {
 		pools[p.Name] = p
 	}
 	var key pulumi.StringInput
@@ -40,5 +40,5 @@ func deployServing(ctx *pulumi.Context, cfg *Config, spec platform.Spec, d *Depl
 		args.Storage = cfg.Storage.StorageSpec
 		args.StorageEnv = cfg.Storage.Env()
 	}
-	return serving.NewModelServing(ctx, "serving", args, pulumi.DependsOn([]pulumi.Resource{d.Platform}))
+	return serving.NewModelServing(ctx, "serving", args, pulumi.DependsOn(after))
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"testing"
+
+	"github.com/natron/gpu-node-pools/components/policy"
 )
 
 // validAKS and validNatron return a valid config in decoded form; tests
@@ -56,6 +58,11 @@ func withServing(c map[string]any) map[string]any {
 		}}
 	}
 	c["batchJobs"] = []any{map[string]any{"name": "embed-nightly", "pool": poolName, "image": "registry.example/embed:1", "schedule": "0 2 * * *", "gpus": 1}}
+	regs := []any{"registry.example"}
+	for _, r := range policy.DefaultRegistries {
+		regs = append(regs, r)
+	}
+	c["policies"] = map[string]any{"allowedRegistries": map[string]any{"registries": regs}}
 	return c
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/plain"
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/policy"
 )
 
 // Program is the whole Pulumi program. main.go and the Automation API both
@@ -31,6 +32,7 @@ type Deployment struct {
 	Providers *Providers
 	Pools     []gpupool.Pool
 	Platform  *platform.GPUPlatform
+	Policies  *policy.GPUPolicies // nil when switched off
 }
 
 // Deploy registers the pools of a validated config and the stack outputs.
@@ -70,12 +72,22 @@ func Deploy(ctx *pulumi.Context, cfg *Config) (*Deployment, error) {
 		return nil, err
 	}
 	d.Platform = gpu
+	after := []pulumi.Resource{gpu}
+	if cfg.Policies.On() {
+		pol, err := policy.NewGPUPolicies(ctx, "policies", &policy.Args{Policies: cfg.ResolvedPolicies(), Workload: providers.Workload})
+		if err != nil {
+			return nil, err
+		}
+		d.Policies = pol
+		// Model servers and batch jobs are admitted under the policies.
+		after = append(after, pol)
+	}
 	outputs, err := StackOutputs(cfg, protect, d.Pools)
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Models) > 0 || len(cfg.BatchJobs) > 0 {
-		ms, err := deployServing(ctx, cfg, spec, d, providers)
+		ms, err := deployServing(ctx, cfg, spec, providers, d.Pools, after)
 		if err != nil {
 			return nil, err
 		}

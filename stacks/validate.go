@@ -76,6 +76,9 @@ func validate(cfg *Config, skip map[string]bool) []Problem {
 	if !skip["pools"] {
 		validateServing(&ps, cfg, skip)
 	}
+	if !skip["policies"] {
+		validatePolicies(&ps, cfg, skip)
+	}
 	if skip["pools"] {
 		return ps
 	}

@@ -150,6 +150,32 @@ func TestValidationRules(t *testing.T) {
 		{"batch more GPUs than a node", servingAKS, func(c map[string]any) { batch(c)["gpus"] = 2 }, `gpu-node-pools:batchJobs[0].gpus: must be between 1 and the 1 GPUs of one a100 node, got 2`},
 		{"batch on an unknown pool", servingAKS, func(c map[string]any) { batch(c)["pool"] = "cpu" }, `gpu-node-pools:batchJobs[0].pool: must name one of the pools`},
 		{"batch without image", servingAKS, func(c map[string]any) { batch(c)["image"] = "" }, `gpu-node-pools:batchJobs[0].image: required`},
+		// policies
+		{"policy action unknown", validAKS, func(c map[string]any) { c["policies"] = map[string]any{"action": "Deny"} }, `gpu-node-pools:policies.action: must be one of Enforce, Audit, got "Deny"`},
+		{"one policy's action unknown", validAKS, func(c map[string]any) {
+			c["policies"] = map[string]any{"gpuTaint": map[string]any{"action": "enforce"}}
+		}, `gpu-node-pools:policies.gpuTaint.action: must be one of Enforce, Audit, got "enforce"`},
+		{"registry without host", validAKS, func(c map[string]any) {
+			c["policies"] = map[string]any{"allowedRegistries": map[string]any{"registries": []any{"nvcr.io", "vllm"}}}
+		}, `gpu-node-pools:policies.allowedRegistries.registries[1]: must be a registry host with an optional path, such as nvcr.io or docker.io/vllm (images without a host are docker.io's), got "vllm"`},
+		{"registry with scheme", validAKS, func(c map[string]any) {
+			c["policies"] = map[string]any{"allowedRegistries": map[string]any{"registries": []any{"https://nvcr.io"}}}
+		}, `gpu-node-pools:policies.allowedRegistries.registries[0]: must be a registry host`},
+		{"registries lock out the platform", validAKS, func(c map[string]any) {
+			c["policies"] = map[string]any{"allowedRegistries": map[string]any{"registries": []any{"registry.acme.io"}}}
+		}, `gpu-node-pools:policies.allowedRegistries.registries: must allow nvcr.io/nvidia/k8s-device-plugin, which the device-plugin platform layer runs (allowed: registry.acme.io), got "nvcr.io/nvidia/k8s-device-plugin"`},
+		{"registries lock out a batch job", servingAKS, func(c map[string]any) {
+			batch(c)["image"] = "quay.io/acme/embed:1"
+		}, `gpu-node-pools:policies.allowedRegistries.registries: must allow quay.io/acme/embed:1, which gpu-node-pools:batchJobs[0].image runs`},
+		{"registries lock out the vLLM image", servingAKS, func(c map[string]any) {
+			c["serving"] = map[string]any{"image": "ghcr.io/acme/vllm:1"}
+		}, `gpu-node-pools:policies.allowedRegistries.registries: must allow ghcr.io/acme/vllm:1, which gpu-node-pools:serving.image runs`},
+		{"exempt namespace invalid", validAKS, func(c map[string]any) {
+			c["policies"] = map[string]any{"disallowPrivileged": map[string]any{"exemptNamespaces": []any{"Monitoring"}}}
+		}, `gpu-node-pools:policies.disallowPrivileged.exemptNamespaces[0]: must be a namespace name (a DNS label), got "Monitoring"`},
+		{"unknown policy key", validAKS, func(c map[string]any) {
+			c["policies"] = map[string]any{"gpuTaints": map[string]any{}}
+		}, `gpu-node-pools:policies.gpuTaints: unknown key (did you mean gpuTaint?)`},
 		{"batch name too long", servingAKS, func(c map[string]any) { batch(c)["name"] = strings.Repeat("b", 53) }, `gpu-node-pools:batchJobs[0].name: must be a DNS label of at most 52 characters`},
 		{"off-peak window empty", servingAKS, func(c map[string]any) { c["serving"] = map[string]any{"offPeakStartHour": 6, "offPeakEndHour": 6} }, `gpu-node-pools:serving.offPeakEndHour: must differ from offPeakStartHour (6), got 6`},
 		{"off-peak hour invalid", servingAKS, func(c map[string]any) { c["serving"] = map[string]any{"offPeakStartHour": 24} }, `gpu-node-pools:serving.offPeakStartHour: must be an hour 0-23 (UTC), got 24`},
@@ -265,7 +291,7 @@ func TestUnknownTopLevelKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(pulumi.EnvConfig, string(b))
-	want := `gpu-node-pools:pool: unknown key (did you mean pools?); allowed keys: target, aks, natron, renderDir, protect, pools, platform, storage, serving, models, batchJobs, got "pool"`
+	want := `gpu-node-pools:pool: unknown key (did you mean pools?); allowed keys: target, aks, natron, renderDir, protect, pools, platform, storage, serving, models, batchJobs, policies, got "pool"`
 	m, err := pulumitest.Run(Program, Namespace, "test", raw, nil)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Program error does not contain %q: %v", want, err)

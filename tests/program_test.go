@@ -93,6 +93,15 @@ func platformResources(charts ...string) []string {
 	return out
 }
 
+// policyResources are the Kyverno policies' resources.
+func policyResources() []string {
+	out := []string{"gpu-node-pools:policy:GPUPolicies::policies"}
+	for _, n := range []string{"gpu-require-resources", "gpu-allowed-registries", "gpu-disallow-privileged", "gpu-toleration", "gpu-taint"} {
+		out = append(out, "kubernetes:kyverno.io/v1:ClusterPolicy::policies-"+n)
+	}
+	return out
+}
+
 // poolConfig is a pool as written in the stack file.
 type poolConfig struct {
 	Name         string            `json:"name"`
@@ -162,6 +171,7 @@ func TestProdStackUnderMocks(t *testing.T) {
 
 	want := append([]string{k8sProvider + "::workload"}, platformResources("nvidia-device-plugin", "dcgm-exporter")...)
 	want = append(want, servingResources([]string{"llama3-8b", "llama3-70b"}, []string{"llama3-8b", "llama3-70b"}, []string{"embed-nightly"}, true, false)...)
+	want = append(want, policyResources()...)
 	for _, p := range pools {
 		want = append(want, aksPoolType+"::"+p.Name, agentPoolType+"::"+p.Name+"-agentpool")
 	}
@@ -252,7 +262,8 @@ func TestDevStackUnderMocks(t *testing.T) {
 	m, pools := runStack(t, "dev")
 
 	want := append([]string{k8sProvider + "::management", k8sProvider + "::workload"}, platformResources("gpu-operator")...)
-	want = append(want, servingResources([]string{"llama3-8b"}, nil, nil, false, true)...)
+	want = append(want, servingResources([]string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true)...)
+	want = append(want, policyResources()...)
 	for _, p := range pools {
 		want = append(want, metalPoolType+"::"+p.Name, mdType+"::"+p.Name+"-deployment",
 			kctType+"::"+p.Name+"-bootstrap", m3mtType+"::"+p.Name+"-machines")

@@ -154,3 +154,13 @@ func orNum(v, d float64) float64 {
 	}
 	return v
 }
+
+// ChartImages are image repositories the layer's charts run with the
+// program's values (the tests check them against the rendered charts and
+// the GPU operator's operand images); the registry policy must allow them.
+func ChartImages(stack GPUStack) []string {
+	if stack == GPUOperator {
+		return []string{"nvcr.io/nvidia/gpu-operator", "nvcr.io/nvidia/driver", "registry.k8s.io/nfd/node-feature-discovery"}
+	}
+	return []string{"nvcr.io/nvidia/k8s-device-plugin", "nvcr.io/nvidia/k8s/dcgm-exporter"}
+}

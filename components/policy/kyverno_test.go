@@ -23,8 +23,8 @@ type pod struct {
 }
 
 var (
-	gpuTol = map[string]any{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
-	wildcard      = map[string]any{"operator": "Exists"}
+	gpuTol   = map[string]any{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+	wildcard = map[string]any{"operator": "Exists"}
 )
 
 func (p pod) object() map[string]any {

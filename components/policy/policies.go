@@ -97,7 +97,7 @@ func allowedRegistries(r Resolved) map[string]any {
 	}
 	list := strings.Join(r.AllowedRegistries.Registries, ", ")
 	allowed := "variables.images.all(i, [" + strings.Join(prefixes, ", ") + "].exists(p, " +
-		"i.startsWith(p + '/') || i.startsWith(p + ':') || i.startsWith(p + '@')))"
+		"i == p || i.startsWith(p + '/') || i.startsWith(p + ':') || i.startsWith(p + '@')))"
 	msg := "images must come from the allowed registries: " + list
 	action := r.AllowedRegistries.Action
 	return clusterPolicy(AllowedRegistriesName, "GPU images from allowed registries",

@@ -87,6 +87,7 @@ func TestAllows(t *testing.T) {
 		"docker.io/vllm/vllm-openai@sha256:00":     true,
 		"vllmx/vllm-openai:v1":                     false,
 		"busybox:1.37":                             true,
+		"busybox":                                  true,
 		"busybox2:1":                               false,
 		"localhost:5000/a/b:1":                     true,
 		"quay.io/acme/x:1":                         false,

@@ -140,12 +140,13 @@ func NormalizeImage(image string) string {
 }
 
 // Allows reports whether an image comes from one of the registries: the
-// normalised image starts with one of them followed by "/", ":" or "@".
+// normalised image is one of them or starts with one followed by "/", ":"
+// or "@".
 func Allows(registries []string, image string) bool {
 	img := NormalizeImage(image)
 	for _, r := range registries {
 		r = strings.TrimSuffix(r, "/")
-		if rest, ok := strings.CutPrefix(img, r); ok && rest != "" && strings.ContainsRune("/:@", rune(rest[0])) {
+		if rest, ok := strings.CutPrefix(img, r); ok && (rest == "" || strings.ContainsRune("/:@", rune(rest[0]))) {
 			return true
 		}
 	}

@@ -14,8 +14,8 @@ const (
 	StorageSecret   = "gpu-node-pools-storage"
 	ServingPriority = "gpu-serving"
 	BatchPriority   = "gpu-batch"
-	rcloneImage     = "rclone/rclone:1.68"
-	waitImage       = "busybox:1.37"
+	RcloneImage     = "rclone/rclone:1.68"
+	WaitImage       = "busybox:1.37"
 )
 
 // Release is the Helm release name of a model.
@@ -79,7 +79,7 @@ touch %[1]s/.complete`, dir, rcloneSource(m.Source))
 				"restartPolicy":      "OnFailure",
 				"serviceAccountName": DownloadServiceAccount,
 				"containers": []any{map[string]any{
-					"name": "download", "image": rcloneImage,
+					"name": "download", "image": RcloneImage,
 					"command": []any{"sh", "-c", script},
 					"envFrom": []any{map[string]any{"secretRef": map[string]any{"name": StorageSecret}}},
 					"resources": map[string]any{
@@ -99,7 +99,7 @@ touch %[1]s/.complete`, dir, rcloneSource(m.Source))
 func WaitForWeights(model string) map[string]any {
 	return map[string]any{
 		"name":    "wait-for-weights",
-		"image":   waitImage,
+		"image":   WaitImage,
 		"command": []any{"sh", "-c"},
 		"args":    []any{fmt.Sprintf("until [ -f %s/%s/.complete ]; do echo waiting for weights; sleep 10; done", WeightsPath, model)},
 		"resources": map[string]any{
