@@ -21,6 +21,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 )
 
 var stackNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
@@ -60,6 +61,22 @@ type Stack struct {
 // OpenStack validates cfg and then creates or selects the stack and writes
 // its config. An invalid config fails here, before the engine starts.
 func OpenStack(ctx context.Context, name string, cfg *Config, e Engine) (*Stack, error) {
+	return openStack(ctx, name, cfg, Program, e)
+}
+
+// OpenWorkloadStack is OpenStack for WorkloadProgram: the stack's
+// Kubernetes side applied to the cluster kubeconfig reaches, without pools.
+func OpenWorkloadStack(ctx context.Context, name string, cfg *Config, kubeconfig Secret, e Engine) (*Stack, error) {
+	if cfg != nil && cfg.RenderDir != "" {
+		return nil, fmt.Errorf("stack %s: a workload stack applies to the cluster its kubeconfig reaches; unset renderDir, got %q", name, cfg.RenderDir)
+	}
+	if kubeconfig == "" {
+		return nil, fmt.Errorf("stack %s: a workload stack needs the cluster's kubeconfig", name)
+	}
+	return openStack(ctx, name, cfg, WorkloadProgram(kubeconfig), e)
+}
+
+func openStack(ctx context.Context, name string, cfg *Config, program func(*pulumi.Context) error, e Engine) (*Stack, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("stack %s: config is required", name)
 	}
@@ -77,7 +94,7 @@ func OpenStack(ctx context.Context, name string, cfg *Config, e Engine) (*Stack,
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: %w", name, err)
 	}
-	s, err := auto.UpsertStackInlineSource(ctx, name, Namespace, Program, opts...)
+	s, err := auto.UpsertStackInlineSource(ctx, name, Namespace, program, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: select or create: %w", name, err)
 	}

@@ -35,7 +35,8 @@ type Deployment struct {
 	Policies  *policy.GPUPolicies // nil when switched off
 }
 
-// Deploy registers the pools of a validated config and the stack outputs.
+// Deploy registers the pools of a validated config, the workload side on
+// top of them, and the stack outputs.
 func Deploy(ctx *pulumi.Context, cfg *Config) (*Deployment, error) {
 	protect := cfg.ProtectFor(ctx.Stack())
 	providers, err := newProviders(ctx, cfg)
@@ -66,30 +67,40 @@ func Deploy(ctx *pulumi.Context, cfg *Config) (*Deployment, error) {
 		}
 		d.Pools = append(d.Pools, pool)
 	}
-	spec := cfg.Platform.Defaults(cfg.Target == catalog.AKS)
-	gpu, err := platform.NewGPUPlatform(ctx, "gpu", &platform.Args{Spec: spec, Pools: d.Pools, Workload: providers.Workload})
+	outputs, err := StackOutputs(cfg, protect, d.Pools)
 	if err != nil {
 		return nil, err
+	}
+	if err := deployWorkloads(ctx, cfg, d, outputs); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// deployWorkloads registers what runs in the workload cluster on top of
+// the pools (the platform layer, the policies, model serving) and exports
+// the outputs.
+func deployWorkloads(ctx *pulumi.Context, cfg *Config, d *Deployment, outputs pulumi.Map) error {
+	spec := cfg.Platform.Defaults(cfg.Target == catalog.AKS)
+	gpu, err := platform.NewGPUPlatform(ctx, "gpu", &platform.Args{Spec: spec, Pools: d.Pools, Workload: d.Providers.Workload})
+	if err != nil {
+		return err
 	}
 	d.Platform = gpu
 	after := []pulumi.Resource{gpu}
 	if cfg.Policies.On() {
-		pol, err := policy.NewGPUPolicies(ctx, "policies", &policy.Args{Policies: cfg.ResolvedPolicies(), Workload: providers.Workload})
+		pol, err := policy.NewGPUPolicies(ctx, "policies", &policy.Args{Policies: cfg.ResolvedPolicies(), Workload: d.Providers.Workload})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		d.Policies = pol
 		// Model servers and batch jobs are admitted under the policies.
 		after = append(after, pol)
 	}
-	outputs, err := StackOutputs(cfg, protect, d.Pools)
-	if err != nil {
-		return nil, err
-	}
 	if len(cfg.Models) > 0 || len(cfg.BatchJobs) > 0 {
-		ms, err := deployServing(ctx, cfg, spec, providers, d.Pools, after)
+		ms, err := deployServing(ctx, cfg, spec, d.Providers, d.Pools, after)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		endpoints := pulumi.Map{}
 		for name, ep := range ms.Endpoints {
@@ -104,7 +115,35 @@ func Deploy(ctx *pulumi.Context, cfg *Config) (*Deployment, error) {
 	for _, k := range plain.SortedKeys(outputs) {
 		ctx.Export(k, outputs[k])
 	}
-	return d, nil
+	return nil
+}
+
+// WorkloadProgram runs only the workload-cluster side of a stack (platform
+// layer, policies, model serving) against the cluster that kubeconfig
+// reaches, for pools that exist already: tooling uses it to check an AKS
+// stack's Kubernetes objects on a staging or test API server without
+// touching Azure. It registers no pool and no cloud resource.
+func WorkloadProgram(kubeconfig Secret) pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error {
+		cfg, err := Load(rawConfig(ctx))
+		if err != nil {
+			return err
+		}
+		workload, err := kubeconfigProvider(ctx, "workload", kubeconfig)
+		if err != nil {
+			return fmt.Errorf("kubernetes provider: %w", err)
+		}
+		facts := PoolFacts(cfg)
+		d := &Deployment{Providers: &Providers{Workload: workload}}
+		for _, spec := range cfg.Pools {
+			d.Pools = append(d.Pools, facts[spec.Name])
+		}
+		outputs, err := StackOutputs(cfg, false, d.Pools)
+		if err != nil {
+			return err
+		}
+		return deployWorkloads(ctx, cfg, d, outputs)
+	}
 }
 
 // StackOutputs are the stack's outputs: the target, the render directory,

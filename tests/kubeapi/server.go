@@ -56,6 +56,7 @@ func Start(t testing.TB) *Server {
 	if kubeBin == "" || etcdBin == "" {
 		pulumitest.Missing(t, "a real API server needs %s and %s: run `make test`, which builds kube-apiserver and etcd once", KubeBinEnv, EtcdBinEnv)
 	}
+	reapStale()
 	dir := t.TempDir()
 	p, err := newPKI(dir)
 	if err != nil {
@@ -135,7 +136,9 @@ func start(t testing.TB, dir, name, bin string, args ...string) {
 		t.Fatalf("start %s: %v", name, err)
 	}
 	pid := cmd.Process.Pid
+	pidFile := savePid(t, name, pid, bin)
 	t.Cleanup(func() {
+		defer os.Remove(pidFile)
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
