@@ -1,20 +1,25 @@
 package tests
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/tests/helmtest"
 	"github.com/natron/gpu-node-pools/tests/kubeapi"
 	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/tests/stacktest"
 )
 
 // installMonitoringCRDs renders the prometheus-operator CRDs chart (its CRDs
@@ -38,60 +43,258 @@ func installMonitoringCRDs(t *testing.T, s *kubeapi.Server) {
 	s.ApplyCRDs(t, f)
 }
 
-// A bare-metal stack applied for real, through the Automation API, to a real
-// kube-apiserver acting as management and workload cluster: up, an
-// unchanged preview, refresh (which reads every object back), destroy.
+// recorder keeps the engine's events and progress output of a test, to
+// look for replacements and for leaked secrets.
+type recorder struct {
+	mu       sync.Mutex
+	events   []events.EngineEvent
+	progress bytes.Buffer
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.progress.Write(p)
+}
+
+func (r *recorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = nil
+}
+
+// replaced are the URNs the recorded events replace.
+func (r *recorder) replaced() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		if e.ResourcePreEvent != nil && e.ResourcePreEvent.Metadata.Op == "replace" {
+			out = append(out, e.ResourcePreEvent.Metadata.URN)
+		}
+	}
+	return out
+}
+
+// leaks says where the marker appears in what the engine told us.
+func (r *recorder) leaks(marker string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	if strings.Contains(r.progress.String(), marker) {
+		out = append(out, "progress output")
+	}
+	for _, e := range r.events {
+		if b, _ := json.Marshal(e); bytes.Contains(b, []byte(marker)) {
+			out = append(out, "engine events")
+			break
+		}
+	}
+	return out
+}
+
+func recordingEngine(t *testing.T) (stacks.Engine, *recorder) {
+	r := &recorder{}
+	root := pulumitest.PulumiRoot(t)
+	backend := t.TempDir()
+	env := pulumitest.EngineEnv(t, root, "file://"+backend)
+	return stacks.Engine{
+		BackendURL:      "file://" + backend,
+		SecretsProvider: "passphrase",
+		Env:             map[string]string{"PULUMI_CONFIG_PASSPHRASE": env["PULUMI_CONFIG_PASSPHRASE"], "PULUMI_HOME": env["PULUMI_HOME"]},
+		PulumiRoot:      root,
+		WorkDir:         t.TempDir(),
+		Progress:        r,
+		OnEvent: func(_ string, e events.EngineEvent) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.events = append(r.events, e)
+		},
+	}, r
+}
+
+// Every object of the full bare-metal dev stack (pools, GPU operator,
+// monitoring, Kyverno policies, a model and a batch job) and of the prod
+// stack's Kubernetes side is created by a real kube-apiserver through the
+// real engine, which validates each against its schema or CRD: up, an
+// unchanged preview, refresh, destroy. Secrets carry a marker that must
+// never appear in plain text in state, outputs or the engine's output.
 func TestAutomationAgainstAPIServer(t *testing.T) {
-	var evs atomic.Int64
-	e := testEngine(t, &evs)
+	e, rec := recordingEngine(t)
 	srv := kubeapi.Start(t)
 	crds := filepath.Join(pulumitest.SharedDir(t), "crds")
-	srv.ApplyCRDs(t, filepath.Join(crds, "cluster-api"), filepath.Join(crds, "cluster-api-provider-metal3"))
+	srv.ApplyCRDs(t, filepath.Join(crds, "cluster-api"), filepath.Join(crds, "cluster-api-provider-metal3"),
+		filepath.Join(crds, "kyverno", "kyverno.io_clusterpolicies.yaml"))
 	installMonitoringCRDs(t, srv)
 	srv.Kubectl(t, "create", "namespace", "capi-acme") // where the customer's Cluster lives
 
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	cfg := devConfig(t, "") // no renderDir: apply for real
-	kc := stacks.Secret(srv.KubeconfigYAML(t))
-	cfg.Natron.Kubeconfig, cfg.Natron.ManagementKubeconfig = kc, kc
-	cfg.Platform.SkipAwait = true // no kubelet: pods never start here
-	s, err := stacks.OpenStack(ctx, "acme-live", cfg, e)
-	if err != nil {
-		t.Fatal(err)
+	marker := pulumitest.SecretMarker
+	// A YAML comment carries the marker through the real kubeconfig.
+	kc := stacks.Secret(srv.KubeconfigYAML(t) + "# " + marker + "-kubeconfig\n")
+
+	t.Run("natron dev stack", func(t *testing.T) {
+		cfg := devConfig(t, "") // no renderDir: apply for real
+		cfg.Natron.Kubeconfig, cfg.Natron.ManagementKubeconfig = kc, kc
+		cfg.Storage.AccessKey, cfg.Storage.SecretKey = stacks.Secret(marker+"-access"), stacks.Secret(marker+"-secret")
+		cfg.Serving.APIKey = stacks.Secret(marker + "-apikey")
+		cfg.Platform.SkipAwait = true // no kubelet: pods never start here
+		s, err := stacks.OpenStack(ctx, "acme-live", cfg, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs, _, err := s.Up(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkOutputsHide(t, outputs, marker)
+		expectObjects(t, srv, map[string][]string{
+			"machinedeployments.cluster.x-k8s.io":                    {"-n", "capi-acme"},
+			"clusterpolicies.nvidia.com":                             nil,
+			"clusterpolicies.kyverno.io":                             nil,
+			"prometheusrules.monitoring.coreos.com":                  {"-n", "gpu-platform"},
+			"configmaps":                                             {"-n", "gpu-platform", "-l", "grafana_dashboard=1"},
+			"deployments.apps":                                       {"-n", "models"},
+			"cronjobs.batch":                                         {"-n", "models"},
+			"scaledobjects.keda.sh":                                  {"-n", "models"},
+			"servicemonitors.monitoring.coreos.com":                  {"-n", "models"},
+			"networkpolicies.networking.k8s.io":                      {"-n", "models"},
+			"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":      {"-n", "capi-acme"},
+			"metal3machinetemplates.infrastructure.cluster.x-k8s.io": {"-n", "capi-acme"},
+		}, map[string]int{"machinedeployments.cluster.x-k8s.io": 3, "clusterpolicies.kyverno.io": 5})
+		if got := srv.Kubectl(t, "get", "clusterpolicies.kyverno.io", "gpu-taint", "-o", "jsonpath={.spec.rules[0].validate.failureAction}"); got != "Audit" {
+			t.Errorf("dev policies: failureAction %q, want Audit (Pulumi.dev.yaml)", got)
+		}
+		preview, err := s.Preview(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pulumitest.NoChanges(t, "preview after up", preview)
+		refreshed, err := s.Refresh(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if refreshed["same"] == 0 {
+			t.Errorf("refresh read nothing back: %v", refreshed)
+		}
+
+		// A change that replaces the pools shows as a replacement.
+		renamed, natron := *cfg, *cfg.Natron
+		natron.ClusterName = "acme2"
+		renamed.Natron = &natron
+		moved, err := stacks.OpenStack(ctx, "acme-live", &renamed, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.reset()
+		if _, err := moved.Preview(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mds := 0
+		for _, urn := range rec.replaced() {
+			if strings.Contains(urn, "MachineDeployment") {
+				mds++
+			}
+		}
+		if mds != 3 {
+			t.Errorf("moving the pools to another cluster: %d MachineDeployments shown as replaced, want 3; replaced: %v", mds, rec.replaced())
+		}
+		// Destroy with the config that was applied.
+		back, err := stacks.OpenStack(ctx, "acme-live", cfg, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := back.Destroy(ctx); err != nil {
+			t.Fatal(err)
+		}
+		expectGone(t, srv)
+	})
+
+	t.Run("aks prod stack's kubernetes side", func(t *testing.T) {
+		cfg := stacktest.Config(t, "prod")
+		cfg.Platform.ChartDir = filepath.Join(pulumitest.SharedDir(t), "charts")
+		cfg.Platform.SkipAwait = true
+		// The random provider cannot be built here: bring the key.
+		cfg.Serving.APIKey = stacks.Secret(marker + "-prod-apikey")
+		s, err := stacks.OpenWorkloadStack(ctx, "acme-prod-k8s", cfg, kc, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs, _, err := s.Up(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkOutputsHide(t, outputs, marker)
+		expectObjects(t, srv, map[string][]string{
+			"daemonsets.apps":             {"-n", "gpu-platform"},
+			"clusterpolicies.kyverno.io":  nil,
+			"deployments.apps":            {"-n", "models"},
+			"ingresses.networking.k8s.io": {"-n", "models"},
+			"cronjobs.batch":              {"-n", "models"},
+		}, map[string]int{"clusterpolicies.kyverno.io": 5})
+		preview, err := s.Preview(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pulumitest.NoChanges(t, "preview after up", preview)
+		if _, err := s.Destroy(ctx); err != nil {
+			t.Fatal(err)
+		}
+		expectGone(t, srv)
+	})
+
+	backend := strings.TrimPrefix(e.BackendURL, "file://")
+	if hits := pulumitest.FilesContaining(t, marker, backend, e.WorkDir); len(hits) > 0 {
+		t.Errorf("secret marker in plain text in %v", hits)
 	}
-	if _, _, err := s.Up(ctx); err != nil {
-		t.Fatal(err)
+	if where := rec.leaks(marker); len(where) > 0 {
+		t.Errorf("secret marker in plain text in the %v", where)
 	}
-	mds := srv.Kubectl(t, "get", "machinedeployments.cluster.x-k8s.io", "-n", "capi-acme", "-o", "name")
-	if strings.Count(mds, "machinedeployment") != 3 {
-		t.Errorf("machine deployments in the API server: %q", mds)
+	// The objects holding the secrets do have them: the marker test is live.
+	if !strings.Contains(rec.progress.String(), "gpu-node-pools-api-key") {
+		t.Errorf("the engine output never mentioned the API key Secret; is the recorder wired?")
 	}
-	for _, obj := range [][]string{
-		{"get", "clusterpolicies.nvidia.com", "-o", "name"},
-		{"get", "prometheusrules.monitoring.coreos.com", "-n", "gpu-platform", "-o", "name"},
-		{"get", "configmaps", "-n", "gpu-platform", "-l", "grafana_dashboard=1", "-o", "name"},
-	} {
-		if out := srv.Kubectl(t, obj...); strings.TrimSpace(out) == "" {
-			t.Errorf("kubectl %v: nothing there", obj)
+}
+
+// expectObjects checks that each kind has objects (and, where given, how
+// many) in the API server.
+func expectObjects(t *testing.T, srv *kubeapi.Server, kinds map[string][]string, counts map[string]int) {
+	t.Helper()
+	for kind, args := range kinds {
+		out := strings.Fields(srv.Kubectl(t, append([]string{"get", kind, "-o", "name"}, args...)...))
+		if want, ok := counts[kind]; ok && len(out) != want || len(out) == 0 {
+			t.Errorf("%s %v: %d objects %v, want %v", kind, args, len(out), out, max(counts[kind], 1))
 		}
 	}
-	preview, err := s.Preview(ctx)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// expectGone checks that destroy removed the stack's objects.
+func expectGone(t *testing.T, srv *kubeapi.Server) {
+	t.Helper()
+	for _, q := range [][]string{
+		{"get", "machinedeployments.cluster.x-k8s.io", "-A", "-o", "name"},
+		{"get", "clusterpolicies.kyverno.io", "-o", "name"},
+		{"get", "namespaces", "gpu-platform", "models", "--ignore-not-found", "-o", "name"},
+	} {
+		if out := strings.TrimSpace(srv.Kubectl(t, q...)); out != "" {
+			t.Errorf("destroy left %q", out)
+		}
 	}
-	pulumitest.NoChanges(t, "preview after up", preview)
-	refreshed, err := s.Refresh(ctx)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// checkOutputsHide: only secret outputs may hold the marker.
+func checkOutputsHide(t *testing.T, outputs auto.OutputMap, marker string) {
+	t.Helper()
+	if len(outputs) == 0 {
+		t.Fatal("no outputs")
 	}
-	if refreshed["same"] == 0 {
-		t.Errorf("refresh read nothing back: %v", refreshed)
+	for k, o := range outputs {
+		if b, _ := json.Marshal(o.Value); !o.Secret && bytes.Contains(b, []byte(marker)) {
+			t.Errorf("a secret leaked into the plain stack output %s", k)
+		}
 	}
-	if _, err := s.Destroy(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if mds := srv.Kubectl(t, "get", "machinedeployments.cluster.x-k8s.io", "-n", "capi-acme", "-o", "name"); strings.TrimSpace(mds) != "" {
-		t.Errorf("destroy left %q", mds)
+	if !outputs["apiKey"].Secret {
+		t.Errorf("apiKey output is not a secret")
 	}
 }
