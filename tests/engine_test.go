@@ -77,7 +77,8 @@ func TestEngineDevStack(t *testing.T) {
 	// The Helm chart component brings the engine's built-in pulumi provider.
 	want := append([]string{"pulumi:pulumi:Stack::gpu-node-pools-dev", "pulumi:providers:pulumi::default", k8sProvider + "::management", k8sProvider + "::workload"},
 		platformResources("gpu-operator")...)
-	want = append(want, servingResources([]string{"llama3-8b"}, nil, nil, false, true)...)
+	want = append(want, servingResources([]string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true)...)
+	want = append(want, policyResources()...)
 	for _, p := range []string{"infer", "train", "notebook"} {
 		want = append(want, metalPoolType+"::"+p, mdType+"::"+p+"-deployment", kctType+"::"+p+"-bootstrap", m3mtType+"::"+p+"-machines")
 	}
@@ -180,11 +181,11 @@ func checkRenderedPlatform(t *testing.T, dir string) {
 		f, b, obj := m.file, m.raw, m.obj
 		kind, _ := obj["kind"].(string)
 		kinds[kind]++
-		if kind == "ClusterPolicy" && !strings.Contains(string(b), "key: nvidia.com/gpu") {
+		if kind == "ClusterPolicy" && obj["apiVersion"] == "nvidia.com/v1" && !strings.Contains(string(b), "key: nvidia.com/gpu") {
 			t.Errorf("%s: the GPU operator's operands lack the GPU toleration", f)
 		}
 	}
-	for _, k := range []string{"Namespace", "ClusterPolicy", "Deployment", "PrometheusRule", "ConfigMap"} {
+	for _, k := range []string{"Namespace", "ClusterPolicy", "Deployment", "PrometheusRule", "ConfigMap", "CronJob"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s rendered; kinds: %v", k, kinds)
 		}
