@@ -57,6 +57,12 @@ func (r *recorder) Write(p []byte) (int, error) {
 	return r.progress.Write(p)
 }
 
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}
+
 func (r *recorder) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -93,6 +99,8 @@ func (r *recorder) leaks(marker string) []string {
 	return out
 }
 
+// recordingEngine is the toolchain's engine with a throwaway file backend
+// and work directory, recording what the engine reports.
 func recordingEngine(t *testing.T) (stacks.Engine, *recorder) {
 	r := &recorder{}
 	root := pulumitest.PulumiRoot(t)

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 
 	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/tests/pulumitest"
@@ -25,29 +22,10 @@ func devConfig(t *testing.T, dir string) *stacks.Config {
 	return c
 }
 
-func testEngine(t *testing.T, count *atomic.Int64) stacks.Engine {
-	root := pulumitest.PulumiRoot(t)
-	backend := t.TempDir()
-	env := pulumitest.EngineEnv(t, root, "file://"+backend)
-	return stacks.Engine{
-		BackendURL:      "file://" + backend,
-		SecretsProvider: "passphrase",
-		Env:             map[string]string{"PULUMI_CONFIG_PASSPHRASE": env["PULUMI_CONFIG_PASSPHRASE"], "PULUMI_HOME": env["PULUMI_HOME"]},
-		PulumiRoot:      root,
-		WorkDir:         t.TempDir(),
-		OnEvent: func(stack string, e events.EngineEvent) {
-			if stack != "" {
-				count.Add(1)
-			}
-		},
-	}
-}
-
 // A fleet preview through the real engine: several customer stacks at once,
 // one of them invalid, which fails alone and before the engine starts.
 func TestAutomationFleetPreview(t *testing.T) {
-	var evs atomic.Int64
-	e := testEngine(t, &evs)
+	e, rec := recordingEngine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
@@ -84,7 +62,7 @@ func TestAutomationFleetPreview(t *testing.T) {
 			t.Errorf("%s: changes %v, want the same creates as %s (%v)", r.Stack, r.Changes, results[0].Stack, results[0].Changes)
 		}
 	}
-	if evs.Load() == 0 {
+	if rec.count() == 0 {
 		t.Error("no engine events reached the caller")
 	}
 }
@@ -92,8 +70,7 @@ func TestAutomationFleetPreview(t *testing.T) {
 // One customer stack through its whole life: up, outputs, an unchanged
 // preview, refresh, destroy; and cancellation through the context.
 func TestAutomationStackLifecycle(t *testing.T) {
-	var evs atomic.Int64
-	e := testEngine(t, &evs)
+	e, rec := recordingEngine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
@@ -128,6 +105,9 @@ func TestAutomationStackLifecycle(t *testing.T) {
 	backend := strings.TrimPrefix(e.BackendURL, "file://")
 	if hits := pulumitest.FilesContaining(t, pulumitest.SecretMarker, backend, render, filepath.Join(e.WorkDir, "acme")); len(hits) > 0 {
 		t.Errorf("secret marker in plain text in %v", hits)
+	}
+	if where := rec.leaks(pulumitest.SecretMarker); len(where) > 0 {
+		t.Errorf("secret marker in plain text in the %v", where)
 	}
 	if _, err := s.Destroy(ctx); err != nil {
 		t.Fatal(err)
