@@ -15,8 +15,8 @@ preview:
 	.ci/preview.sh
 
 
-## test: vet, workflow lint, every test (the real-engine ones too), and a
-## bounded fuzz run of config decoding.
+## test: vet, workflow lint, every test (the real-engine ones too), and
+## bounded fuzz runs of config decoding and validation.
 test: vet lint unit fuzz
 
 vet:
@@ -36,8 +36,11 @@ unit:
 	GPU_NODE_POOLS_KYVERNO_BIN="$$(.ci/toolchain/kyverno.sh | tail -n 1)" \
 	go test -count=1 -timeout 45m ./...
 
+# Each fuzz target for FUZZTIME; a crasher lands in stacks/testdata/fuzz/
+# and, committed, stays a regression case that every `go test` runs.
 fuzz:
-	go test -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME) ./stacks
+	go test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./stacks
+	go test -run '^$$' -fuzz '^FuzzBreak$$' -fuzztime $(FUZZTIME) ./stacks
 
 ## bench: speed and memory of config loading, program evaluation (mocks) and
 ## fleet previews (real engine).

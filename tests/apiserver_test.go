@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"sigs.k8s.io/yaml"
 
@@ -149,14 +148,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		cfg.Serving.APIKey = stacks.Secret(marker + "-apikey")
 		cfg.Platform.SkipAwait = true // no kubelet: pods never start here
 		s, err := stacks.OpenStack(ctx, "acme-live", cfg, e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		outputs, _, err := s.Up(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkOutputsHide(t, outputs, marker)
+		upHidingSecrets(ctx, t, s, err, marker)
 		expectObjects(t, srv, map[string][]string{
 			"machinedeployments.cluster.x-k8s.io":                    {"-n", "capi-acme"},
 			"clusterpolicies.nvidia.com":                             nil,
@@ -226,14 +218,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		// The random provider cannot be built here: bring the key.
 		cfg.Serving.APIKey = stacks.Secret(marker + "-prod-apikey")
 		s, err := stacks.OpenWorkloadStack(ctx, "acme-prod-k8s", cfg, kc, e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		outputs, _, err := s.Up(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkOutputsHide(t, outputs, marker)
+		upHidingSecrets(ctx, t, s, err, marker)
 		expectObjects(t, srv, map[string][]string{
 			"daemonsets.apps":             {"-n", "gpu-platform"},
 			"clusterpolicies.kyverno.io":  nil,
@@ -291,9 +276,17 @@ func expectGone(t *testing.T, srv *kubeapi.Server) {
 	}
 }
 
-// checkOutputsHide: only secret outputs may hold the marker.
-func checkOutputsHide(t *testing.T, outputs auto.OutputMap, marker string) {
+// upHidingSecrets runs up on a freshly opened stack and checks that only
+// secret outputs hold the marker.
+func upHidingSecrets(ctx context.Context, t *testing.T, s *stacks.Stack, openErr error, marker string) {
 	t.Helper()
+	if openErr != nil {
+		t.Fatal(openErr)
+	}
+	outputs, _, err := s.Up(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(outputs) == 0 {
 		t.Fatal("no outputs")
 	}

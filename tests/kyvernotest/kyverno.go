@@ -95,7 +95,8 @@ func Apply(t testing.TB, policies, resources []map[string]any) Outcome {
 			if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			if name, _ := get(m, "metadata", "name").(string); name != "" {
+			meta, _ := m["metadata"].(map[string]any)
+			if name, _ := meta["name"].(string); name != "" {
 				o.Mutated[name] = m
 			}
 		}
@@ -130,15 +131,4 @@ func writeDocs(t testing.TB, path string, objs []map[string]any) {
 	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func get(o any, path ...string) any {
-	for _, p := range path {
-		m, ok := o.(map[string]any)
-		if !ok {
-			return nil
-		}
-		o = m[p]
-	}
-	return o
 }
