@@ -107,7 +107,8 @@ func FuzzBreak(f *testing.F) {
 				break
 			}
 			at := path[int(binary.BigEndian.Uint16(ops[i:i+2]))%len(path)]
-			v := interesting[int(ops[i+2])%len(interesting)]
+			// a copy: a shared container written into itself would be a cycle
+			v := clone(interesting[int(ops[i+2])%len(interesting)])
 			if ops[i+2] >= 250 {
 				v = deleteMe
 			}
