@@ -177,8 +177,22 @@ func ConfigMap(cfg *Config) (auto.ConfigMap, error) {
 		errs = append(errs, add("natron", n, n.Kubeconfig != "" || n.ManagementKubeconfig != ""))
 	}
 	errs = append(errs, add("pools", cfg.Pools, false))
-	if b, err := json.Marshal(cfg.Platform); err != nil || string(b) != "{}" {
-		errs = append(errs, add("platform", cfg.Platform, false))
+	// Blocks left at their zero value stay unset, as in a stack file.
+	for _, b := range []struct {
+		k      string
+		v      any
+		secret bool
+	}{
+		{"platform", cfg.Platform, false},
+		{"storage", cfg.Storage, cfg.Storage != nil && (cfg.Storage.AccessKey != "" || cfg.Storage.SecretKey != "" || cfg.Storage.AccountKey != "")},
+		{"serving", cfg.Serving, cfg.Serving.APIKey != ""},
+		{"models", cfg.Models, false},
+		{"batchJobs", cfg.BatchJobs, false},
+		{"policies", cfg.Policies, false},
+	} {
+		if j, err := json.Marshal(b.v); err != nil || !emptyObject(string(j)) && string(j) != "[]" {
+			errs = append(errs, add(b.k, b.v, b.secret))
+		}
 	}
 	return cm, errors.Join(errs...)
 }

@@ -1,6 +1,8 @@
 package stacks
 
 import (
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -100,7 +102,8 @@ func TestNatronKubeconfigsStaySecret(t *testing.T) {
 // stack sees exactly what a stack file would give it.
 func TestConfigMapRoundTrip(t *testing.T) {
 	t.Parallel()
-	c := validNatron()
+	c := servingNatron() // every block set
+	c["serving"] = map[string]any{"apiKey": "k", "bandwidthMBps": 400}
 	c["platform"] = map[string]any{"chartDir": "/", "alerts": map[string]any{"idleFor": "1h"}}
 	c["renderDir"] = "out"
 	c["protect"] = true
@@ -129,7 +132,19 @@ func TestConfigMapRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(cfg, again); diff != "" {
 		t.Errorf("config changed through ConfigMap (-before +after):\n%s", diff)
 	}
-	if !cm[Namespace+":natron"].Secret || cm[Namespace+":pools"].Secret {
-		t.Errorf("only the block holding kubeconfigs is secret: %+v", cm)
+	for k := range c {
+		if _, ok := cm[key(k)]; !ok {
+			t.Errorf("ConfigMap dropped %s", key(k))
+		}
+	}
+	var secret []string
+	for k, v := range cm {
+		if v.Secret {
+			secret = append(secret, k)
+		}
+	}
+	sort.Strings(secret)
+	if want := []string{key("natron"), key("serving"), key("storage")}; !slices.Equal(secret, want) {
+		t.Errorf("secret blocks %v, want the ones holding secrets %v", secret, want)
 	}
 }
