@@ -277,12 +277,18 @@ func expectGone(t *testing.T, srv *kubeapi.Server) {
 }
 
 // upHidingSecrets runs up on a freshly opened stack and checks that only
-// secret outputs hold the marker.
+// secret outputs hold the marker. Whatever happens next, the stack is
+// destroyed when the test ends, so the next one starts from a clean server.
 func upHidingSecrets(ctx context.Context, t *testing.T, s *stacks.Stack, openErr error, marker string) {
 	t.Helper()
 	if openErr != nil {
 		t.Fatal(openErr)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			_, _ = s.Destroy(context.Background())
+		}
+	})
 	outputs, _, err := s.Up(ctx)
 	if err != nil {
 		t.Fatal(err)

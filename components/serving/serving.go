@@ -192,7 +192,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		if err != nil {
 			return fail("keda namespace", err)
 		}
-		k, err := helmv4.NewChart(ctx, name+"-keda", release(o.Charts.KEDA.Chart(KEDAChart), args.ChartDir, "keda", map[string]any{}).HelmArgs("keda", false),
+		k, err := helmv4.NewChart(ctx, name+"-keda", release(o.Charts.KEDA.Chart(KEDAChart), args.ChartDir, "keda", map[string]any{}).HelmArgs("keda", args.SkipAwait),
 			append(child, pulumi.DependsOn([]pulumi.Resource{kns}))...)
 		if err != nil {
 			return fail("keda", err)
