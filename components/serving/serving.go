@@ -241,7 +241,12 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		}
 		ep := ModelEndpoint{Pool: m.Pool, Internal: Endpoint(ns, m.Name)}
 		if m.Hostname != "" {
-			if _, err := plain.Object(ctx, name+"-"+m.Name+"-ingress", Ingress(ns, m, o), inNS...); err != nil {
+			ing := Ingress(ns, m, o)
+			if args.SkipAwait {
+				// the address comes from the ingress controller, later
+				ing["metadata"].(map[string]any)["annotations"].(map[string]any)["pulumi.com/skipAwait"] = "true"
+			}
+			if _, err := plain.Object(ctx, name+"-"+m.Name+"-ingress", ing, inNS...); err != nil {
 				return fail("ingress "+m.Name, err)
 			}
 			ep.Public = "https://" + m.Hostname + "/v1"

@@ -111,10 +111,11 @@ current-context: test
 	s.waitReady(t, p)
 	// Without the garbage collector, foreground deletion (what the Pulumi
 	// provider asks for) never finishes; without the namespace controller,
-	// a deleted namespace stays Terminating. Nothing else is needed.
+	// a deleted namespace stays Terminating; without the PVC protection
+	// controller, a deleted claim keeps its finalizer. Nothing else is needed.
 	start(t, dir, "kube-controller-manager", filepath.Join(kubeBin, "kube-controller-manager"),
 		"--kubeconfig", s.Kubeconfig, "--authentication-kubeconfig", s.Kubeconfig, "--authorization-kubeconfig", s.Kubeconfig,
-		"--controllers", "garbage-collector-controller,namespace-controller",
+		"--controllers", "garbage-collector-controller,namespace-controller,persistentvolumeclaim-protection-controller",
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(freePort(t)),
 		"--use-service-account-credentials=false")
 	return s
