@@ -148,3 +148,42 @@ func TestConfigMapRoundTrip(t *testing.T) {
 		t.Errorf("secret blocks %v, want the ones holding secrets %v", secret, want)
 	}
 }
+
+// The policies follow the stack: all of them by default, the enabled ones
+// only, none when the block is switched off.
+func TestPoliciesFollowTheConfig(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		policies map[string]any
+		want     int
+	}{
+		"default":        {nil, 5},
+		"taint off":      {map[string]any{"gpuTaint": map[string]any{"enabled": false}}, 3},
+		"all off":        {map[string]any{"enabled": false}, 0},
+		"audit, one off": {map[string]any{"action": "Audit", "requireResources": map[string]any{"enabled": false}}, 4},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := validAKS()
+			if tc.policies != nil {
+				c["policies"] = tc.policies
+			}
+			m, err := pulumitest.Run(Program, Namespace, "dev", namespaced(encode(t, c)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, components := 0, 0
+			for _, r := range m.Resources() {
+				switch r.Type {
+				case "kubernetes:kyverno.io/v1:ClusterPolicy":
+					got++
+				case "gpu-node-pools:policy:GPUPolicies":
+					components++
+				}
+			}
+			if got != tc.want || (components == 1) != (tc.want > 0) {
+				t.Errorf("%d ClusterPolicies in %d components, want %d", got, components, tc.want)
+			}
+		})
+	}
+}
