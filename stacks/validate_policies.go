@@ -38,10 +38,14 @@ func validatePolicies(ps *problems, cfg *Config, skip map[string]bool) {
 				"must be a registry host with an optional path, such as nvcr.io or docker.io/vllm (images without a host are docker.io's), got %q", r)
 		}
 	}
-	for name, list := range map[string][]string{"disallowPrivileged": s.DisallowPrivileged.ExemptNamespaces, "gpuTaint": s.GPUTaint.ExemptNamespaces} {
-		for i, ns := range list {
+	// A list, not a map: problems come out in the same order every run.
+	for _, e := range []struct {
+		name string
+		list []string
+	}{{"disallowPrivileged", s.DisallowPrivileged.ExemptNamespaces}, {"gpuTaint", s.GPUTaint.ExemptNamespaces}} {
+		for i, ns := range e.list {
 			if !dnsLabelRe.MatchString(ns) {
-				ps.add(p(fmt.Sprintf("%s.exemptNamespaces[%d]", name, i)), "must be a namespace name (a DNS label), got %q", ns)
+				ps.add(p(fmt.Sprintf("%s.exemptNamespaces[%d]", e.name, i)), "must be a namespace name (a DNS label), got %q", ns)
 			}
 		}
 	}
