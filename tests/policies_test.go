@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/tests/helmtest"
 	"github.com/natron/gpu-node-pools/tests/kyvernotest"
@@ -32,11 +34,11 @@ func TestOwnWorkloadsPassTheirPolicies(t *testing.T) {
 			for _, r := range m.Resources() {
 				switch {
 				case r.Type == "kubernetes:kyverno.io/v1:ClusterPolicy":
-					policies = append(policies, unsecret(r.Inputs.Mappable()).(map[string]any))
+					policies = append(policies, plainInputs(r.Inputs))
 				case r.Type == chartType:
 					workloads = append(workloads, renderRegistered(t, charts, r)...)
 				case slices.Contains(podKinds, r.Type[strings.LastIndex(r.Type, ":")+1:]):
-					workloads = append(workloads, unsecret(r.Inputs.Mappable()).(map[string]any))
+					workloads = append(workloads, plainInputs(r.Inputs))
 				}
 			}
 			if len(policies) != 5 {
@@ -76,7 +78,7 @@ func TestOwnWorkloadsPassTheirPolicies(t *testing.T) {
 // archive with its registered values and namespace, keeping the pod kinds.
 func renderRegistered(t *testing.T, charts string, r pulumitest.Resource) []map[string]any {
 	t.Helper()
-	in := unsecret(r.Inputs.Mappable()).(map[string]any)
+	in := plainInputs(r.Inputs)
 	chart, _ := in["chart"].(string)
 	if !strings.HasSuffix(chart, ".tgz") {
 		version, _ := in["version"].(string)
@@ -102,24 +104,14 @@ func renderRegistered(t *testing.T, charts string, r pulumitest.Resource) []map[
 	return out
 }
 
-// unsecret strips Pulumi's secret wrappers from mappable values.
-func unsecret(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		if e, ok := x["4dabf18193072939515e22adb298388d"]; ok && e == "1b47061264138c4ac30d75fd1eb44270" {
-			return unsecret(x["value"])
+// plainInputs are a resource's inputs as plain data, secrets unwrapped.
+func plainInputs(m resource.PropertyMap) map[string]any {
+	var unwrap func(v resource.PropertyValue) (any, bool)
+	unwrap = func(v resource.PropertyValue) (any, bool) {
+		if v.IsSecret() {
+			return v.SecretValue().Element.MapRepl(nil, unwrap), true
 		}
-		out := map[string]any{}
-		for k, e := range x {
-			out[k] = unsecret(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = unsecret(e)
-		}
-		return out
+		return nil, false
 	}
-	return v
+	return m.MapRepl(nil, unwrap)
 }
