@@ -109,7 +109,7 @@ func deployWorkloads(ctx *pulumi.Context, cfg *Config, d *Deployment, outputs pu
 		outputs["models"] = endpoints
 		outputs["apiKey"] = ms.APIKey // a secret
 		if len(ms.ExternalSecrets) > 0 {
-			outputs["externalSecrets"] = plain.Input(toAny(ms.ExternalSecrets))
+			outputs["externalSecrets"] = pulumi.ToStringArray(ms.ExternalSecrets)
 		}
 	}
 	for _, k := range plain.SortedKeys(outputs) {
@@ -190,12 +190,4 @@ func rawConfig(ctx *pulumi.Context) map[string]string {
 		}
 	}
 	return raw
-}
-
-func toAny(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
 }

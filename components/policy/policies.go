@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/natron/gpu-node-pools/components/gpupool"
 )
 
 // Names of the ClusterPolicies and their rules, as Kyverno reports them.
@@ -34,7 +37,7 @@ var (
 		"(has(c.resources.requests) && c.resources.requests.exists(k, "+isGPUResource("k")+"))))")
 	// Tolerating the GPU taint: its key, or the wildcard toleration.
 	celTolerates = variable("tolerates", "has(object.spec.tolerations) && object.spec.tolerations.exists(t, "+
-		"(has(t.key) && t.key == 'nvidia.com/gpu') || ((!has(t.key) || t.key == '') && has(t.operator) && t.operator == 'Exists'))")
+		"(has(t.key) && t.key == '"+gpupool.GPUTaintKey+"') || ((!has(t.key) || t.key == '') && has(t.operator) && t.operator == 'Exists'))")
 	celOnGPUNodes = variable("onGPUNodes", "variables.gpu || variables.tolerates")
 	// The same normalisation as NormalizeImage: docker.io for images without
 	// a registry host, docker.io/library for single-name images.
@@ -59,16 +62,16 @@ func ClusterPolicies(r Resolved) []map[string]any {
 		return nil
 	}
 	var out []map[string]any
-	if t := r.RequireResources; t.On() {
+	if r.RequireResources.On() {
 		out = append(out, requireResources(r))
 	}
-	if t := r.AllowedRegistries; t.On() {
+	if r.AllowedRegistries.On() {
 		out = append(out, allowedRegistries(r))
 	}
-	if t := r.DisallowPrivileged; t.On() {
+	if r.DisallowPrivileged.On() {
 		out = append(out, disallowPrivileged(r))
 	}
-	if t := r.GPUTaint; t.On() {
+	if r.GPUTaint.On() {
 		out = append(out, gpuToleration(), gpuTaint(r))
 	}
 	return out
@@ -128,18 +131,20 @@ func gpuToleration() map[string]any {
 	jp := "request.object.spec.[containers, initContainers || `[]`][] | " +
 		"[].[keys(resources.limits || `{}`), keys(resources.requests || `{}`)][][] | " +
 		"[?@ == 'nvidia.com/gpu' || starts_with(@, 'nvidia.com/mig-')]"
+	// The very toleration the program gives its own GPU pods (JSON is YAML).
+	tol, _ := json.Marshal(gpupool.GPUToleration)
 	return clusterPolicy(GPUTolerationName, "GPU pods tolerate the GPU taint",
-		"Pods that request a GPU get the toleration for nvidia.com/gpu=present:NoSchedule.",
+		"Pods that request a GPU get the toleration for "+gpupool.GPUTaint+".",
 		nil, map[string]any{
 			"name":  RuleAddToleration,
 			"match": podMatch(nil),
 			"preconditions": map[string]any{"all": []any{
 				map[string]any{"key": "{{ length(" + jp + ") }}", "operator": "GreaterThan", "value": 0},
-				map[string]any{"key": "{{ length(request.object.spec.tolerations[?key == 'nvidia.com/gpu'] || `[]`) }}", "operator": "Equals", "value": 0},
+				map[string]any{"key": "{{ length(request.object.spec.tolerations[?key == '" + gpupool.GPUTaintKey + "'] || `[]`) }}", "operator": "Equals", "value": 0},
 			}},
 			"mutate": map[string]any{
 				// Kyverno creates /spec/tolerations when the pod has none.
-				"patchesJson6902": "- op: add\n  path: /spec/tolerations/-\n  value: {key: nvidia.com/gpu, operator: Equal, value: present, effect: NoSchedule}\n",
+				"patchesJson6902": "- op: add\n  path: /spec/tolerations/-\n  value: " + string(tol) + "\n",
 			},
 		})
 }
@@ -148,14 +153,14 @@ func gpuToleration() map[string]any {
 func gpuTaint(r Resolved) map[string]any {
 	exempt := r.exempt(r.GPUTaint.ExemptNamespaces)
 	return clusterPolicy(GPUTaintName, "GPU nodes for GPU pods",
-		"Pods that tolerate nvidia.com/gpu=present:NoSchedule without requesting a GPU are rejected, outside "+
+		"Pods that tolerate "+gpupool.GPUTaint+" without requesting a GPU are rejected, outside "+
 			strings.Join(exempt, ", ")+" and DaemonSets.",
 		// DaemonSets (log shippers, CNI, exporters) run on every node by design.
 		map[string]any{"pod-policies.kyverno.io/autogen-controllers": "Deployment,ReplicaSet,StatefulSet,Job,CronJob"},
 		validateRule(RuleTaintNeedsGPU, r.GPUTaint.Action, podMatch(nil), exclude(exempt),
 			[]any{celContainers, celGPU, celTolerates, celDaemonSet},
 			"!variables.tolerates || variables.gpu || variables.daemonSet",
-			"only pods that request nvidia.com/gpu may tolerate the GPU taint nvidia.com/gpu=present:NoSchedule"))
+			"only pods that request nvidia.com/gpu may tolerate the GPU taint "+gpupool.GPUTaint))
 }
 
 func clusterPolicy(name, title, description string, annotations map[string]any, rules ...map[string]any) map[string]any {
