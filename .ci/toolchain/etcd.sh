@@ -25,8 +25,6 @@ replace (
 	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 $VERSION
 )
 MOD
-	printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$dir/tools.go"
-	(cd "$dir" && go mod tidy >&2 && go build -o "$BIN/etcd.tmp" go.etcd.io/etcd/server/v3)
-	mv "$BIN/etcd.tmp" "$BIN/etcd"
+	build_tool "$dir" "$BIN" etcd go.etcd.io/etcd/server/v3
 fi
 echo "$BIN"

@@ -43,11 +43,8 @@ replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-202
 
 replace golang.org/x/text => golang.org/x/text v0.41.0
 MOD
-	printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"\n' >"$dir/tools.go"
-	(cd "$dir" && go mod tidy >&2 &&
-		go build -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
-			-o "$BIN/pulumi.tmp" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
-	mv "$BIN/pulumi.tmp" "$BIN/pulumi"
+	build_tool "$dir" "$BIN" pulumi github.com/pulumi/pulumi/pkg/v3/cmd/pulumi \
+		-ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION"
 }
 
 build_language_go() {
@@ -63,11 +60,8 @@ require github.com/pulumi/pulumi/sdk/v3 $LANGUAGE_GO_VERSION
 
 replace golang.org/x/text => golang.org/x/text v0.3.6
 MOD
-	printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go"\n' >"$dir/tools.go"
-	(cd "$dir" && go mod tidy >&2 &&
-		go build -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$LANGUAGE_GO_VERSION" \
-			-o "$BIN/pulumi-language-go.tmp" github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go)
-	mv "$BIN/pulumi-language-go.tmp" "$BIN/pulumi-language-go"
+	build_tool "$dir" "$BIN" pulumi-language-go github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go \
+		-ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$LANGUAGE_GO_VERSION"
 }
 
 build_kubernetes() {

@@ -20,10 +20,7 @@ require github.com/kyverno/kyverno $VERSION
 // Copied from upstream's go.mod: replaces in a dependency are ignored.
 replace k8s.io/pod-security-admission => github.com/kyverno/pod-security-admission v0.0.0-20251031094455-46f20778634f
 MOD
-	printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno"\n' >"$dir/tools.go"
-	(cd "$dir" && go mod tidy >&2 &&
-		go build -ldflags "-X github.com/kyverno/kyverno/pkg/version.BuildVersion=$VERSION" \
-			-o "$BIN/kyverno.tmp" github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno)
-	mv "$BIN/kyverno.tmp" "$BIN/kyverno"
+	build_tool "$dir" "$BIN" kyverno github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno \
+		-ldflags "-X github.com/kyverno/kyverno/pkg/version.BuildVersion=$VERSION"
 fi
 echo "$BIN"
