@@ -3,10 +3,13 @@ package stacks
 import (
 	"testing"
 
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/plan"
 )
 
-// BenchmarkLoad measures decoding and validating a realistic stack config:
+// BenchmarkLoad measures decoding, validating and resolving a realistic
+// stack config into its plan:
 // it runs on every preview, so it must stay far below the engine's cost.
 func BenchmarkLoad(b *testing.B) {
 	cfg, _, err := pulumitest.StackConfig("prod")
@@ -16,7 +19,7 @@ func BenchmarkLoad(b *testing.B) {
 	raw := pulumitest.Unqualified(cfg)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Load(raw); err != nil {
+		if _, err := plan.Load(raw, "prod"); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -30,7 +33,7 @@ func BenchmarkProgram(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := pulumitest.Run(Program, Namespace, "dev", cfg, secrets); err != nil {
+		if _, err := pulumitest.Run(Program, config.Namespace, "dev", cfg, secrets); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/plan"
 )
 
 // FuzzLoad feeds arbitrary values for every top-level key through decoding
@@ -21,7 +23,7 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		get := func(k string) string { return cfg[Namespace+":"+k] }
+		get := func(k string) string { return cfg[config.Key(k)] }
 		f.Add(get("target"), get("aks"), get("natron"), get("renderDir"), get("protect"), get("pools"),
 			get("platform"), get("storage"), get("serving"), get("models"), get("batchJobs"), get("policies"))
 	}
@@ -41,28 +43,29 @@ func FuzzLoad(f *testing.F) {
 }
 
 // checkLoad holds for any raw config: no panic, every problem under a key
-// path of the namespace, and an accepted config with pools that the typed
-// validator accepts too.
+// path of the namespace, and an accepted config with pools that resolves
+// the same when the Automation API hands it over typed.
 func checkLoad(t *testing.T, raw map[string]string) {
 	t.Helper()
-	cfg, err := Load(raw)
+	p, err := plan.Load(raw, "fuzz")
 	if err != nil {
-		var ce *ConfigError
+		var ce *plan.ConfigError
 		if !errors.As(err, &ce) || len(ce.Problems) == 0 {
 			t.Fatalf("want a ConfigError with problems, got %v", err)
 		}
 		for _, p := range ce.Problems {
-			if !strings.HasPrefix(p.Path, Namespace+":") || p.Msg == "" {
+			if !strings.HasPrefix(p.Path, config.Namespace+":") || p.Msg == "" {
 				t.Fatalf("problem without a key path or message: %+v", p)
 			}
 		}
 		return
 	}
-	if len(cfg.Pools) == 0 {
+	if len(p.Pools) == 0 {
 		t.Fatalf("accepted a config without pools: %q", raw)
 	}
-	if err := Validate(cfg); err != nil {
-		t.Fatalf("Load accepted what Validate rejects: %v", err)
+	cfg, _ := config.Decode(raw)
+	if _, err := plan.Resolve(cfg, "fuzz"); err != nil {
+		t.Fatalf("Load accepted what Resolve rejects: %v", err)
 	}
 }
 

@@ -1,8 +1,6 @@
 package stacks
 
 import (
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -12,14 +10,21 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
+	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/plan"
+	"github.com/natron/gpu-node-pools/stacks/target/aks"
 )
 
 func TestStackOutputs(t *testing.T) {
 	t.Parallel()
-	sku, _ := catalog.Lookup(catalog.AKS, "Standard_NC40ads_H100_v5")
-	pool := gpupool.NewFacts(gpupool.Spec{Name: "h100spot", SKU: sku.Name, MaxNodes: 8, Spot: true}, sku)
-	got, err := StackOutputs(&Config{Target: catalog.AKS, RenderDir: "out"}, true, []gpupool.Pool{pool})
+	sku, ferr := catalog.Azure.SKU(nil, "Standard_NC40ads_H100_v5")
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	pool := gpupool.Resolve(gpupool.Spec{Name: "h100spot", SKU: sku.Name, MaxNodes: 8, Spot: true}, sku)
+	got, err := StackOutputs(&plan.Plan{Target: aks.Target{}, RenderDir: "out", Pools: []gpupool.Resolved{pool}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,17 +51,22 @@ func TestStackOutputs(t *testing.T) {
 
 func TestProtectDefault(t *testing.T) {
 	t.Parallel()
-	yes, no := true, false
 	for _, tc := range []struct {
 		stack   string
-		protect *bool
+		protect string // as written in the stack file
 		want    bool
 	}{
-		{"prod", nil, true}, {"prod-acme", nil, true}, {"dev", nil, false}, {"staging", nil, false},
-		{"prod", &no, false}, {"dev", &yes, true},
+		{"prod", "", true}, {"prod-acme", "auto", true}, {"dev", "", false}, {"staging", "", false},
+		{"prod", "false", false}, {"dev", "true", true},
 	} {
-		if got := (&Config{Protect: tc.protect}).ProtectFor(tc.stack); got != tc.want {
-			t.Errorf("ProtectFor(%s, %v) = %v, want %v", tc.stack, tc.protect, got, tc.want)
+		raw := stacktest.Encode(t, stacktest.AKS())
+		raw["protect"] = tc.protect
+		p, err := plan.Load(raw, tc.stack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Protect != tc.want {
+			t.Errorf("protect %q on stack %s = %v, want %v", tc.protect, tc.stack, p.Protect, tc.want)
 		}
 	}
 }
@@ -65,12 +75,12 @@ func TestProtectDefault(t *testing.T) {
 // secrets, which stay secret in every input that carries them.
 func TestNatronKubeconfigsStaySecret(t *testing.T) {
 	t.Parallel()
-	c := validNatron()
+	c := stacktest.Natron()
 	natron := c["natron"].(map[string]any)
 	natron["kubeconfig"] = "workload-" + pulumitest.SecretMarker
 	natron["managementKubeconfig"] = "management-" + pulumitest.SecretMarker
-	cfg := namespaced(encode(t, c))
-	m, err := pulumitest.Run(Program, Namespace, "prod-acme", cfg, []string{Namespace + ":natron"})
+	cfg := stacktest.Namespaced(stacktest.Encode(t, c))
+	m, err := pulumitest.Run(Program, config.Namespace, "prod-acme", cfg, []string{config.Key("natron")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,57 +108,6 @@ func TestNatronKubeconfigsStaySecret(t *testing.T) {
 	}
 }
 
-// The Automation API writes every block of a typed config, so an inline
-// stack sees exactly what a stack file would give it.
-func TestConfigMapRoundTrip(t *testing.T) {
-	t.Parallel()
-	c := servingNatron() // every block set
-	c["serving"] = map[string]any{"apiKey": "k", "bandwidthMBps": 400}
-	c["platform"] = map[string]any{"chartDir": "/", "alerts": map[string]any{"idleFor": "1h"}}
-	c["renderDir"] = "out"
-	c["protect"] = true
-	raw := encode(t, c)
-	cfg, err := load(raw, func(string) string { return "" })
-	if err == nil {
-		t.Fatal("chartDir / has no charts: want an error")
-	}
-	delete(c["platform"].(map[string]any), "chartDir")
-	cfg, err = Load(encode(t, c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm, err := ConfigMap(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back := map[string]string{}
-	for k, v := range cm {
-		back[strings.TrimPrefix(k, Namespace+":")] = v.Value
-	}
-	again, err := Load(back)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(cfg, again); diff != "" {
-		t.Errorf("config changed through ConfigMap (-before +after):\n%s", diff)
-	}
-	for k := range c {
-		if _, ok := cm[key(k)]; !ok {
-			t.Errorf("ConfigMap dropped %s", key(k))
-		}
-	}
-	var secret []string
-	for k, v := range cm {
-		if v.Secret {
-			secret = append(secret, k)
-		}
-	}
-	sort.Strings(secret)
-	if want := []string{key("natron"), key("serving"), key("storage")}; !slices.Equal(secret, want) {
-		t.Errorf("secret blocks %v, want the ones holding secrets %v", secret, want)
-	}
-}
-
 // The policies follow the stack: all of them by default, the enabled ones
 // only, none when the block is switched off.
 func TestPoliciesFollowTheConfig(t *testing.T) {
@@ -164,11 +123,11 @@ func TestPoliciesFollowTheConfig(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c := validAKS()
+			c := stacktest.AKS()
 			if tc.policies != nil {
 				c["policies"] = tc.policies
 			}
-			m, err := pulumitest.Run(Program, Namespace, "dev", namespaced(encode(t, c)), nil)
+			m, err := pulumitest.Run(Program, config.Namespace, "dev", stacktest.Namespaced(stacktest.Encode(t, c)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

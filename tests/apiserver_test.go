@@ -14,11 +14,13 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/stacks"
-	"github.com/natron/gpu-node-pools/tests/helmtest"
-	"github.com/natron/gpu-node-pools/tests/kubeapi"
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
-	"github.com/natron/gpu-node-pools/tests/stacktest"
+	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
+	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
+	"github.com/natron/gpu-node-pools/stacks/automation"
+	"github.com/natron/gpu-node-pools/stacks/target/baremetal"
 )
 
 // installMonitoringCRDs renders the prometheus-operator CRDs chart (its CRDs
@@ -100,12 +102,12 @@ func (r *recorder) leaks(marker string) []string {
 
 // recordingEngine is the toolchain's engine with a throwaway file backend
 // and work directory, recording what the engine reports.
-func recordingEngine(t *testing.T) (stacks.Engine, *recorder) {
+func recordingEngine(t *testing.T) (automation.Engine, *recorder) {
 	r := &recorder{}
 	root := pulumitest.PulumiRoot(t)
 	backend := t.TempDir()
 	env := pulumitest.EngineEnv(t, root, "file://"+backend)
-	return stacks.Engine{
+	return automation.Engine{
 		BackendURL:      "file://" + backend,
 		SecretsProvider: "passphrase",
 		Env:             map[string]string{"PULUMI_CONFIG_PASSPHRASE": env["PULUMI_CONFIG_PASSPHRASE"], "PULUMI_HOME": env["PULUMI_HOME"]},
@@ -139,15 +141,16 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 	defer cancel()
 	marker := pulumitest.SecretMarker
 	// A YAML comment carries the marker through the real kubeconfig.
-	kc := stacks.Secret(srv.KubeconfigYAML(t) + "# " + marker + "-kubeconfig\n")
+	kc := secret.Secret(srv.KubeconfigYAML(t) + "# " + marker + "-kubeconfig\n")
 
 	t.Run("natron dev stack", func(t *testing.T) {
 		cfg := devConfig(t, "") // no renderDir: apply for real
-		cfg.Natron.Kubeconfig, cfg.Natron.ManagementKubeconfig = kc, kc
-		cfg.Storage.AccessKey, cfg.Storage.SecretKey = stacks.Secret(marker+"-access"), stacks.Secret(marker+"-secret")
-		cfg.Serving.APIKey = stacks.Secret(marker + "-apikey")
+		natron := cfg.Cluster.(*baremetal.Cluster)
+		natron.Kubeconfig, natron.ManagementKubeconfig = kc, kc
+		cfg.Storage.AccessKey, cfg.Storage.SecretKey = secret.Secret(marker+"-access"), secret.Secret(marker+"-secret")
+		cfg.Serving.APIKey = secret.Secret(marker + "-apikey")
 		cfg.Platform.SkipAwait = true // no kubelet: pods never start here
-		s, err := stacks.OpenStack(ctx, "acme-live", cfg, e)
+		s, err := automation.OpenStack(ctx, "acme-live", cfg, e)
 		upHidingSecrets(ctx, t, s, err, marker)
 		expectObjects(t, srv, map[string][]string{
 			"machinedeployments.cluster.x-k8s.io":                    {"-n", "capi-acme"},
@@ -187,15 +190,15 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		}
 
 		// A change that replaces the pools shows as a replacement.
-		renamed, natron := *cfg, *cfg.Natron
-		natron.ClusterName = "acme2"
-		renamed.Natron = &natron
-		moved, err := stacks.OpenStack(ctx, "acme-live", &renamed, e)
+		renamed, moved := *cfg, *natron
+		moved.ClusterName = "acme2"
+		renamed.Cluster = &moved
+		movedStack, err := automation.OpenStack(ctx, "acme-live", &renamed, e)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rec.reset()
-		if _, err := moved.Preview(ctx); err != nil {
+		if _, err := movedStack.Preview(ctx); err != nil {
 			t.Fatal(err)
 		}
 		mds := 0
@@ -208,7 +211,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			t.Errorf("moving the pools to another cluster: %d MachineDeployments shown as replaced, want 3; replaced: %v", mds, rec.replaced())
 		}
 		// Destroy with the config that was applied.
-		back, err := stacks.OpenStack(ctx, "acme-live", cfg, e)
+		back, err := automation.OpenStack(ctx, "acme-live", cfg, e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,8 +226,8 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		cfg.Platform.ChartDir = filepath.Join(pulumitest.SharedDir(t), "charts")
 		cfg.Platform.SkipAwait = true
 		// The random provider cannot be built here: bring the key.
-		cfg.Serving.APIKey = stacks.Secret(marker + "-prod-apikey")
-		s, err := stacks.OpenWorkloadStack(ctx, "acme-prod-k8s", cfg, kc, e)
+		cfg.Serving.APIKey = secret.Secret(marker + "-prod-apikey")
+		s, err := automation.OpenWorkloadStack(ctx, "acme-prod-k8s", cfg, kc, e)
 		upHidingSecrets(ctx, t, s, err, marker)
 		expectObjects(t, srv, map[string][]string{
 			"daemonsets.apps":             {"-n", "gpu-platform"},
@@ -285,7 +288,7 @@ func expectGone(t *testing.T, srv *kubeapi.Server) {
 // upHidingSecrets runs up on a freshly opened stack and checks that only
 // secret outputs hold the marker. Whatever happens next, the stack is
 // destroyed when the test ends, so the next one starts from a clean server.
-func upHidingSecrets(ctx context.Context, t *testing.T, s *stacks.Stack, openErr error, marker string) {
+func upHidingSecrets(ctx context.Context, t *testing.T, s *automation.Stack, openErr error, marker string) {
 	t.Helper()
 	if openErr != nil {
 		t.Fatal(openErr)

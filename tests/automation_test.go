@@ -8,13 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/natron/gpu-node-pools/stacks"
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
-	"github.com/natron/gpu-node-pools/tests/stacktest"
+	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
+	"github.com/natron/gpu-node-pools/stacks/automation"
+	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/plan"
+	"github.com/natron/gpu-node-pools/stacks/target/baremetal"
 )
 
 // devConfig is the dev stack file as typed config, rendering into dir.
-func devConfig(t *testing.T, dir string) *stacks.Config {
+func devConfig(t *testing.T, dir string) *config.Config {
 	t.Helper()
 	c := stacktest.Config(t, "dev")
 	c.RenderDir = dir
@@ -31,13 +35,13 @@ func TestAutomationFleetPreview(t *testing.T) {
 
 	bad := devConfig(t, t.TempDir())
 	bad.Pools[0].MinNodes, bad.Pools[0].MaxNodes = 3, 1
-	fleet := []stacks.CustomerStack{
+	fleet := []automation.CustomerStack{
 		{Name: "acme", Config: devConfig(t, t.TempDir())},
 		{Name: "globex", Config: bad},
 		{Name: "initech", Config: devConfig(t, t.TempDir())},
 		{Name: "umbrella", Config: devConfig(t, t.TempDir())},
 	}
-	results := stacks.PreviewFleet(ctx, fleet, e, 2)
+	results := automation.PreviewFleet(ctx, fleet, e, 2)
 	if len(results) != len(fleet) {
 		t.Fatalf("%d results for %d stacks", len(results), len(fleet))
 	}
@@ -46,7 +50,7 @@ func TestAutomationFleetPreview(t *testing.T) {
 			t.Errorf("result %d is for %s, want %s", i, r.Stack, fleet[i].Name)
 		}
 		if r.Stack == "globex" {
-			var ce *stacks.ConfigError
+			var ce *plan.ConfigError
 			if !errors.As(r.Err, &ce) || !strings.Contains(r.Err.Error(), "gpu-node-pools:pools[0].maxNodes: must be >= minNodes (3), got 1") {
 				t.Errorf("globex: want the config error, got %v", r.Err)
 			}
@@ -76,8 +80,8 @@ func TestAutomationStackLifecycle(t *testing.T) {
 
 	render := t.TempDir()
 	cfg := devConfig(t, render)
-	cfg.Natron.Kubeconfig = stacks.Secret(pulumitest.SecretMarker + "-kubeconfig")
-	s, err := stacks.OpenStack(ctx, "acme", cfg, e)
+	cfg.Cluster.(*baremetal.Cluster).Kubeconfig = secret.Secret(pulumitest.SecretMarker + "-kubeconfig")
+	s, err := automation.OpenStack(ctx, "acme", cfg, e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +103,7 @@ func TestAutomationStackLifecycle(t *testing.T) {
 	pulumitest.NoChanges(t, "preview after up", preview)
 	// Rendered objects exist only as files: refresh says so instead of
 	// failing on an unreachable cluster.
-	if _, err := s.Refresh(ctx); !errors.Is(err, stacks.ErrRenderOnly) {
+	if _, err := s.Refresh(ctx); !errors.Is(err, automation.ErrRenderOnly) {
 		t.Errorf("refresh of a render stack: want ErrRenderOnly, got %v", err)
 	}
 	backend := strings.TrimPrefix(e.BackendURL, "file://")

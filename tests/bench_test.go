@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks"
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/stacks/automation"
+	"github.com/natron/gpu-node-pools/stacks/config"
 )
 
 // BenchmarkProdStack is one evaluation of the prod stack under mocks.
@@ -72,24 +74,24 @@ func BenchmarkFleetPreview(b *testing.B) {
 			root := pulumitest.PulumiRoot(b)
 			backend := b.TempDir()
 			env := pulumitest.EngineEnv(b, root, "file://"+backend)
-			e := stacks.Engine{
+			e := automation.Engine{
 				BackendURL: "file://" + backend, SecretsProvider: "passphrase", PulumiRoot: root, WorkDir: b.TempDir(),
 				Env: map[string]string{"PULUMI_CONFIG_PASSPHRASE": env["PULUMI_CONFIG_PASSPHRASE"], "PULUMI_HOME": env["PULUMI_HOME"]},
 			}
-			fleet := make([]stacks.CustomerStack, 10)
+			fleet := make([]automation.CustomerStack, 10)
 			for i := range fleet {
-				cfg, err := stacks.Load(pulumitest.Unqualified(generatedStack("natron", 4)))
-				if err != nil {
-					b.Fatal(err)
+				cfg, errs := config.Decode(pulumitest.Unqualified(generatedStack("natron", 4)))
+				if len(errs) > 0 {
+					b.Fatal(errs)
 				}
 				cfg.RenderDir = b.TempDir()
 				cfg.Platform.ChartDir = filepath.Join(pulumitest.SharedDir(b), "charts") // offline
-				fleet[i] = stacks.CustomerStack{Name: fmt.Sprintf("customer%02d", i), Config: cfg}
+				fleet[i] = automation.CustomerStack{Name: fmt.Sprintf("customer%02d", i), Config: cfg}
 			}
 			b.ReportAllocs()
 			for b.Loop() {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-				for _, r := range stacks.PreviewFleet(ctx, fleet, e, parallel) {
+				for _, r := range automation.PreviewFleet(ctx, fleet, e, parallel) {
 					if r.Err != nil {
 						b.Fatal(r.Err)
 					}

@@ -18,7 +18,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
 // devPassphrase is the documented development passphrase; Pulumi.dev.yaml

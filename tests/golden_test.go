@@ -11,8 +11,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks"
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/stacks/plan"
 )
 
 // updateGolden rewrites the golden files: only for a deliberate change of
@@ -38,7 +40,7 @@ type goldenResource struct {
 // fails here. Not parallel: it clears the chart directory variable, which
 // would otherwise change the charts' sources.
 func TestStacksMatchGolden(t *testing.T) {
-	t.Setenv(stacks.ChartDirEnv, "")
+	t.Setenv(plan.ChartDirEnv, "")
 	for _, tc := range []struct {
 		golden, stack string
 		program       pulumi.RunFunc
@@ -46,7 +48,7 @@ func TestStacksMatchGolden(t *testing.T) {
 		{"dev", "dev", stacks.Program},
 		{"prod", "prod", stacks.Program},
 		// the prod stack's Kubernetes side alone, as OpenWorkloadStack runs it
-		{"prod-workload", "prod", stacks.WorkloadProgram(stacks.Secret("apiVersion: v1\nkind: Config\n# workload\n"))},
+		{"prod-workload", "prod", stacks.WorkloadProgram(secret.Secret("apiVersion: v1\nkind: Config\n# workload\n"))},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			stack := tc.stack

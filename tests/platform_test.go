@@ -9,8 +9,8 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks"
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
 )
 
 var gpuTolerationValue = map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}

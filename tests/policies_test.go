@@ -9,9 +9,9 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 
 	"github.com/natron/gpu-node-pools/components/policy"
-	"github.com/natron/gpu-node-pools/tests/helmtest"
-	"github.com/natron/gpu-node-pools/tests/kyvernotest"
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
+	"github.com/natron/gpu-node-pools/internal/testkit/kyvernotest"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
 // podKinds are the kinds Kyverno's pod policies (and their autogen rules)

@@ -1,29 +1,26 @@
-// Package catalog is the one place that knows GPU hardware: every AKS VM size
-// and bare-metal hardware profile the program can build a pool from.
+// Package catalog is the one place that knows GPU hardware: the GPU models,
+// their MIG partitions, and one section of node shapes per target (AKS VM
+// sizes in azure.go, bare-metal hardware profiles in baremetal.go).
 //
-// To add a size, add one entry to azureSizes or bareMetalProfiles. The Azure
-// figures follow Microsoft's published size tables (vCPUs, memory in GiB,
-// GPUs and memory per GPU in GB).
+// To add a size, add one entry to its section. A new target adds a file
+// with its own section.
 package catalog
 
 import (
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/components/check"
 )
 
-// Target is where a pool's nodes come from.
+// Target names where a pool's nodes come from: the value of the target
+// config key.
 type Target string
-
-const (
-	// AKS pools are agent pools of a customer's existing AKS cluster.
-	AKS Target = "aks"
-	// Natron pools are bare-metal machines managed through Cluster API.
-	Natron Target = "natron"
-)
-
-// Targets lists the valid targets in the order they are documented.
-var Targets = []Target{AKS, Natron}
 
 // GPU describes one accelerator model.
 type GPU struct {
@@ -60,69 +57,35 @@ type SKU struct {
 	MemoryGiB int
 }
 
-// azureSizes are the AKS GPU VM sizes. NVadsA10 v5 sizes below a whole GPU
-// (NV6/NV12/NV18) are left out on purpose: they expose a vGPU partition that
-// needs the GRID driver, which the NVIDIA device plugin path here does not use.
-var azureSizes = []SKU{
-	{Name: "Standard_NC24ads_A100_v4", Family: "NC A100 v4", GPU: a100PCIe80, GPUs: 1, VCPUs: 24, MemoryGiB: 220},
-	{Name: "Standard_NC48ads_A100_v4", Family: "NC A100 v4", GPU: a100PCIe80, GPUs: 2, VCPUs: 48, MemoryGiB: 440},
-	{Name: "Standard_NC96ads_A100_v4", Family: "NC A100 v4", GPU: a100PCIe80, GPUs: 4, VCPUs: 96, MemoryGiB: 880},
-	{Name: "Standard_NC40ads_H100_v5", Family: "NCads H100 v5", GPU: h100NVL, GPUs: 1, VCPUs: 40, MemoryGiB: 320},
-	{Name: "Standard_NC80adis_H100_v5", Family: "NCads H100 v5", GPU: h100NVL, GPUs: 2, VCPUs: 80, MemoryGiB: 640},
-	{Name: "Standard_ND96asr_v4", Family: "ND A100 v4", GPU: a100SXM40, GPUs: 8, VCPUs: 96, MemoryGiB: 900},
-	{Name: "Standard_ND96amsr_A100_v4", Family: "NDm A100 v4", GPU: a100SXM80, GPUs: 8, VCPUs: 96, MemoryGiB: 1900},
-	{Name: "Standard_ND96isr_H100_v5", Family: "ND H100 v5", GPU: h100SXM, GPUs: 8, VCPUs: 96, MemoryGiB: 1900},
-	{Name: "Standard_ND96isr_H200_v5", Family: "ND H200 v5", GPU: h200SXM, GPUs: 8, VCPUs: 96, MemoryGiB: 1850},
-	{Name: "Standard_NC6s_v3", Family: "NCv3", GPU: v100, GPUs: 1, VCPUs: 6, MemoryGiB: 112},
-	{Name: "Standard_NC12s_v3", Family: "NCv3", GPU: v100, GPUs: 2, VCPUs: 12, MemoryGiB: 224},
-	{Name: "Standard_NC24s_v3", Family: "NCv3", GPU: v100, GPUs: 4, VCPUs: 24, MemoryGiB: 448},
-	{Name: "Standard_NC24rs_v3", Family: "NCv3", GPU: v100, GPUs: 4, VCPUs: 24, MemoryGiB: 448},
-	{Name: "Standard_NC4as_T4_v3", Family: "NCasT4_v3", GPU: t4, GPUs: 1, VCPUs: 4, MemoryGiB: 28},
-	{Name: "Standard_NC8as_T4_v3", Family: "NCasT4_v3", GPU: t4, GPUs: 1, VCPUs: 8, MemoryGiB: 56},
-	{Name: "Standard_NC16as_T4_v3", Family: "NCasT4_v3", GPU: t4, GPUs: 1, VCPUs: 16, MemoryGiB: 110},
-	{Name: "Standard_NC64as_T4_v3", Family: "NCasT4_v3", GPU: t4, GPUs: 4, VCPUs: 64, MemoryGiB: 440},
-	{Name: "Standard_NV36ads_A10_v5", Family: "NVadsA10 v5", GPU: a10, GPUs: 1, VCPUs: 36, MemoryGiB: 440},
-	{Name: "Standard_NV36adms_A10_v5", Family: "NVadsA10 v5", GPU: a10, GPUs: 1, VCPUs: 36, MemoryGiB: 880},
-	{Name: "Standard_NV72ads_A10_v5", Family: "NVadsA10 v5", GPU: a10, GPUs: 2, VCPUs: 72, MemoryGiB: 880},
+// Section is one target's node shapes.
+type Section struct {
+	target Target
+	byName map[string]SKU
 }
 
-// bareMetalProfiles are the server shapes racked at Natron Cloud and Flex
-// Stack (HGX boards). Hosts carry the profile name as a BareMetalHost label.
-var bareMetalProfiles = []SKU{
-	{Name: "a100-40gb-x8", Family: "HGX A100", GPU: a100SXM40, GPUs: 8, VCPUs: 256, MemoryGiB: 1024},
-	{Name: "a100-80gb-x4", Family: "HGX A100", GPU: a100SXM80, GPUs: 4, VCPUs: 128, MemoryGiB: 1024},
-	{Name: "a100-80gb-x8", Family: "HGX A100", GPU: a100SXM80, GPUs: 8, VCPUs: 256, MemoryGiB: 2048},
-	{Name: "h100-80gb-x4", Family: "HGX H100", GPU: h100SXM, GPUs: 4, VCPUs: 112, MemoryGiB: 1024},
-	{Name: "h100-80gb-x8", Family: "HGX H100", GPU: h100SXM, GPUs: 8, VCPUs: 224, MemoryGiB: 2048},
+// NewSection indexes a target's node shapes by name.
+func NewSection(t Target, skus []SKU) Section {
+	s := Section{target: t, byName: make(map[string]SKU, len(skus))}
+	for _, sku := range skus {
+		sku.Target = t
+		s.byName[sku.Name] = sku
+	}
+	return s
 }
 
-var byTarget = func() map[Target]map[string]SKU {
-	m := map[Target]map[string]SKU{AKS: {}, Natron: {}}
-	for _, s := range azureSizes {
-		s.Target = AKS
-		m[AKS][s.Name] = s
-	}
-	for _, s := range bareMetalProfiles {
-		s.Target = Natron
-		m[Natron][s.Name] = s
-	}
-	return m
-}()
+// Target is the target the section belongs to.
+func (s Section) Target() Target { return s.target }
 
-// Lookup finds a SKU by its exact name for a target.
-func Lookup(t Target, name string) (SKU, bool) {
-	s, ok := byTarget[t][name]
-	return s, ok
-}
+// Names lists the section's SKU names, sorted, for error messages.
+func (s Section) Names() []string { return slices.Sorted(maps.Keys(s.byName)) }
 
-// Names lists the SKU names of a target, sorted, for error messages.
-func Names(t Target) []string {
-	out := make([]string, 0, len(byTarget[t]))
-	for n := range byTarget[t] {
-		out = append(out, n)
+// SKU is the sku key's validator and the one SKU lookup: the node shape
+// named, or the problem that lists the known ones.
+func (s Section) SKU(p *field.Path, name string) (SKU, *field.Error) {
+	if sku, ok := s.byName[name]; ok {
+		return sku, nil
 	}
-	sort.Strings(out)
-	return out
+	return SKU{}, check.Invalid(p, name, "unknown for target %s; known: %s", s.target, strings.Join(s.Names(), ", "))
 }
 
 // MIGProfile is an AKS GPU instance profile name (MIG1g .. MIG7g).

@@ -3,19 +3,24 @@ package catalog
 import (
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/components/check"
 )
 
 func TestEverySKUIsComplete(t *testing.T) {
 	t.Parallel()
-	for _, target := range Targets {
-		names := Names(target)
+	for _, section := range []Section{Azure, BareMetal} {
+		target := section.Target()
+		names := section.Names()
 		if len(names) == 0 {
 			t.Fatalf("no SKUs for %s", target)
 		}
 		for _, n := range names {
-			s, ok := Lookup(target, n)
-			if !ok || s.Target != target || s.Name != n {
-				t.Fatalf("Lookup(%s, %s) = %+v, %v", target, n, s, ok)
+			s, err := section.SKU(nil, n)
+			if err != nil || s.Target != target || s.Name != n {
+				t.Fatalf("SKU(%s, %s) = %+v, %v", target, n, s, err)
 			}
 			if s.GPUs < 1 || s.VCPUs < 1 || s.MemoryGiB < 1 || s.GPU.MemoryGB < 1 || s.GPU.Model == "" || s.GPU.Label == "" || s.Family == "" {
 				t.Errorf("%s: incomplete entry %+v", n, s)
@@ -55,8 +60,8 @@ func TestAzureFigures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s, ok := Lookup(AKS, tc.name)
-			if !ok {
+			s, err := Azure.SKU(nil, tc.name)
+			if err != nil {
 				t.Fatalf("%s missing from the catalog", tc.name)
 			}
 			if s.GPUs != tc.gpus || s.GPU.MemoryGB != tc.memGB || s.VCPUs != tc.vcpus || s.MemoryGiB != tc.memGiB || s.GPU.MIG != tc.mig {
@@ -70,15 +75,15 @@ func TestAzureFigures(t *testing.T) {
 func TestBareMetalProfiles(t *testing.T) {
 	t.Parallel()
 	for _, n := range []string{"a100-80gb-x8", "h100-80gb-x8"} {
-		s, ok := Lookup(Natron, n)
-		if !ok || s.GPUs != 8 || s.GPU.MemoryGB != 80 || !s.GPU.MIG {
-			t.Errorf("%s: got %+v, %v", n, s, ok)
+		s, err := BareMetal.SKU(nil, n)
+		if err != nil || s.GPUs != 8 || s.GPU.MemoryGB != 80 || !s.GPU.MIG {
+			t.Errorf("%s: got %+v, %v", n, s, err)
 		}
 	}
-	if _, ok := Lookup(Natron, "Standard_NC24ads_A100_v4"); ok {
+	if _, err := BareMetal.SKU(nil, "Standard_NC24ads_A100_v4"); err == nil {
 		t.Error("an Azure size must not be a bare-metal profile")
 	}
-	if _, ok := Lookup(AKS, "h100-80gb-x8"); ok {
+	if _, err := Azure.SKU(nil, "h100-80gb-x8"); err == nil {
 		t.Error("a bare-metal profile must not be an Azure size")
 	}
 }
@@ -116,5 +121,15 @@ func TestMIGSlices(t *testing.T) {
 	}
 	if _, ok := a100PCIe80.Slice("MIG5g"); ok || ValidMIG("MIG5g") {
 		t.Error("MIG5g is not a profile")
+	}
+}
+
+// An unknown name is reported at its key path with every known name.
+func TestUnknownSKU(t *testing.T) {
+	t.Parallel()
+	_, err := BareMetal.SKU(field.NewPath("pools").Index(0).Child("sku"), "h200-x8")
+	want := `pools[0].sku: unknown for target natron; known: a100-40gb-x8, a100-80gb-x4, a100-80gb-x8, h100-80gb-x4, h100-80gb-x8, got "h200-x8"`
+	if err == nil || check.Message(err) != want {
+		t.Errorf("got %v, want %s", err, want)
 	}
 }

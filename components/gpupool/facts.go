@@ -87,8 +87,10 @@ func NewFacts(spec Spec, sku catalog.SKU) Pool {
 	return p
 }
 
-// NodeLabels are the labels every node of the pool carries: the user's extra
-// labels, then the program's own, which win (validation keeps them apart).
+// NodeLabels are the labels every node of the pool carries on every target:
+// the user's extra labels, then the program's own, which win (validation
+// keeps them apart). A target adds its own (bare metal's autoscaler and
+// MIG labels).
 func NodeLabels(spec Spec, sku catalog.SKU) map[string]string {
 	l := make(map[string]string, len(spec.Labels)+7)
 	maps.Copy(l, spec.Labels)
@@ -99,12 +101,6 @@ func NodeLabels(spec Spec, sku catalog.SKU) map[string]string {
 	l[LabelGPUPresent] = "true"
 	if spec.TimeSlicing > 1 {
 		l[LabelDevicePluginConfig] = spec.Name
-	}
-	if sku.Target == catalog.Natron {
-		l[LabelAccelerator] = sku.GPU.Label
-		if slice, ok := sku.GPU.Slice(spec.MIGProfile); ok {
-			l[LabelMIGConfig] = "all-" + slice.Name
-		}
 	}
 	return l
 }

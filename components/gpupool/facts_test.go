@@ -80,7 +80,7 @@ func TestNodeLabelsProgramWins(t *testing.T) {
 	if got[LabelPool] != "a100" || got["team"] != "ml" || got[LabelGPUPresent] != "true" {
 		t.Fatalf("NodeLabels = %v", got)
 	}
-	if _, ok := got[LabelAccelerator]; ok {
+	if _, ok := got["cluster-api/accelerator"]; ok {
 		t.Error("the Cluster API accelerator label is for bare metal only")
 	}
 }
@@ -105,4 +105,14 @@ func TestReservedLabel(t *testing.T) {
 			t.Errorf("ReservedLabel(%q) = %v, want %v", key, got, want)
 		}
 	}
+}
+
+func mustSKU(t *testing.T, target catalog.Target, name string) catalog.SKU {
+	t.Helper()
+	section := map[catalog.Target]catalog.Section{catalog.AKS: catalog.Azure, catalog.Natron: catalog.BareMetal}[target]
+	s, err := section.SKU(nil, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -3,10 +3,13 @@
 package gpupool
 
 import (
-	"slices"
+	"regexp"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/check"
 )
 
 // Spec is one pool as written in config (gpu-node-pools:pools[i]). Field names
@@ -26,9 +29,72 @@ type Spec struct {
 	TimeSlicing int `json:"timeSlicing,omitempty"`
 }
 
-// DefaultOSDiskSizeGB fits the OS plus a few multi-GB inference images
-// (CUDA base images alone are 5-10 GB) in the container image cache.
-const DefaultOSDiskSizeGB = 256
+// Limits of a pool, on every target.
+const (
+	// MaxNodesLimit is AKS's per-pool maximum; bare metal uses the same.
+	MaxNodesLimit = 1000
+	// MaxTimeSlicing bounds GPU sharing: beyond this, context switching
+	// eats the GPU and per-pod memory is too small to be useful.
+	MaxTimeSlicing = 48
+)
+
+// nameRe is AKS's agent pool name rule, kept on every target so that a
+// pool can move between them.
+var nameRe = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)
+
+// Validate checks the rules every target shares; targets check their own
+// keys, and ValidateSKU what depends on the node shape.
+func (s Spec) Validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if !nameRe.MatchString(s.Name) {
+		errs = append(errs, check.Invalid(p.Child("name"), s.Name, "must be lowercase letters and digits, start with a letter, at most 12 characters"))
+	}
+	if s.MinNodes < 0 {
+		errs = append(errs, check.Invalid(p.Child("minNodes"), s.MinNodes, "must be >= 0 (0 scales to zero)"))
+	}
+	switch maxNodes := p.Child("maxNodes"); {
+	case s.MaxNodes < 1:
+		errs = append(errs, check.Invalid(maxNodes, s.MaxNodes, "must be between 1 and %d", MaxNodesLimit))
+	case s.MaxNodes > MaxNodesLimit:
+		errs = append(errs, check.Invalid(maxNodes, s.MaxNodes, "must be <= %d", MaxNodesLimit))
+	case s.MaxNodes < s.MinNodes:
+		errs = append(errs, check.Invalid(maxNodes, s.MaxNodes, "must be >= minNodes (%d)", s.MinNodes))
+	}
+	if s.MIGProfile != "" && !catalog.ValidMIG(s.MIGProfile) {
+		errs = append(errs, check.NotSupported(p.Child("migProfile"), string(s.MIGProfile), catalog.MIGProfiles))
+	}
+	errs = append(errs, check.Labels(p.Child("labels"), s.Labels, ReservedLabel, reservedLabelDomains)...)
+	switch ts := p.Child("timeSlicing"); {
+	case s.TimeSlicing == 0:
+	case s.TimeSlicing < 2 || s.TimeSlicing > MaxTimeSlicing:
+		errs = append(errs, check.Invalid(ts, s.TimeSlicing, "must be 0 (no sharing) or 2-%d pods per GPU", MaxTimeSlicing))
+	case s.MIGProfile != "":
+		errs = append(errs, check.Invalid(ts, s.TimeSlicing, "use either migProfile (hard partitions) or timeSlicing (shared GPUs), not both; migProfile is %s", s.MIGProfile))
+	}
+	return errs
+}
+
+// ValidateSKU checks what depends on the pool's node shape.
+func (s Spec) ValidateSKU(p *field.Path, sku catalog.SKU) field.ErrorList {
+	if s.MIGProfile != "" && catalog.ValidMIG(s.MIGProfile) && !sku.GPU.MIG {
+		return field.ErrorList{check.Invalid(p.Child("migProfile"), string(s.MIGProfile),
+			"%s has %s GPUs, which do not support MIG; remove migProfile or pick an A100, H100 or H200 size", sku.Name, sku.GPU.Model)}
+	}
+	return nil
+}
+
+// Resolved is a validated pool with its node shape and its facts, each
+// decided once when the stack's plan is made.
+type Resolved struct {
+	Spec  Spec
+	SKU   catalog.SKU
+	Facts Pool
+}
+
+// Resolve makes a validated pool's facts from its spec and node shape.
+func Resolve(spec Spec, sku catalog.SKU) Resolved {
+	return Resolved{Spec: spec, SKU: sku, Facts: NewFacts(spec, sku)}
+}
 
 // Labels and taints the program owns. Users may not set these keys.
 const (
@@ -42,18 +108,9 @@ const (
 	LabelSKU = "gpu.natron.cloud/sku"
 	// LabelGPUPresent is what the NVIDIA device plugin chart selects on.
 	LabelGPUPresent = "nvidia.com/gpu.present"
-	// LabelMIGConfig asks the GPU operator's MIG manager for a layout
-	// (bare metal; AKS partitions through the agent pool's profile instead).
-	LabelMIGConfig = "nvidia.com/mig.config"
 	// LabelDevicePluginConfig picks the node's entry in the device plugin's
 	// config map (time-slicing pools get their own).
 	LabelDevicePluginConfig = "nvidia.com/device-plugin.config"
-	// LabelAccelerator is set at kubelet start so the Cluster API autoscaler
-	// does not scale out again while the device plugin starts.
-	LabelAccelerator = "cluster-api/accelerator"
-	// LabelHardwareProfile is the BareMetalHost label a site's inventory sets
-	// to the host's hardware profile; pools select hosts by it.
-	LabelHardwareProfile = "gpu.natron.cloud/hardware-profile"
 
 	// GPUTaintKey etc. make up nvidia.com/gpu=present:NoSchedule.
 	GPUTaintKey    = "nvidia.com/gpu"
@@ -90,6 +147,3 @@ func ReservedLabel(key string) bool {
 	}
 	return false
 }
-
-// ReservedLabelDomains lists the reserved prefixes, for error messages.
-func ReservedLabelDomains() []string { return slices.Clone(reservedLabelDomains) }

@@ -3,6 +3,9 @@ package platform
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/kube"
 )
 
 // Rule is one alerting rule of the PrometheusRule.
@@ -87,7 +90,7 @@ func AlertRules(s Spec) []Rule {
 func PrometheusRule(s Spec, name string) map[string]any {
 	rules := make([]any, 0, 7)
 	for _, r := range AlertRules(s) {
-		rules = append(rules, toMap(r))
+		rules = append(rules, helm.Values(r))
 	}
 	return map[string]any{
 		"apiVersion": "monitoring.coreos.com/v1",
@@ -95,16 +98,8 @@ func PrometheusRule(s Spec, name string) map[string]any {
 		"metadata": map[string]any{
 			"name":      name,
 			"namespace": s.Namespace,
-			"labels":    stringsToAny(s.Monitoring.RuleLabels),
+			"labels":    kube.AnyMap(s.Monitoring.RuleLabels),
 		},
 		"spec": map[string]any{"groups": []any{map[string]any{"name": "gpu-node-pools.gpu", "rules": rules}}},
 	}
-}
-
-func stringsToAny(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -5,44 +5,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/helm"
 	"github.com/natron/gpu-node-pools/components/platform"
-	"github.com/natron/gpu-node-pools/stacks"
-	"github.com/natron/gpu-node-pools/tests/helmtest"
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
-	"github.com/natron/gpu-node-pools/tests/stacktest"
+	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
-
-// stackLayer is the defaulted platform spec and pool facts of a real stack.
-func stackLayer(t *testing.T, stack string) (platform.Spec, []gpupool.Pool) {
-	t.Helper()
-	cfg := stacktest.Config(t, stack)
-	facts := stacks.PoolFacts(cfg)
-	var pools []gpupool.Pool
-	for _, s := range cfg.Pools {
-		pools = append(pools, facts[s.Name])
-	}
-	return cfg.Platform.Defaults(cfg.Target == catalog.AKS), pools
-}
 
 // render renders a real upstream chart archive offline with the values the
 // program produces, as `helm template` would, and returns its objects.
-func render(t *testing.T, release platform.Release) []map[string]any {
+func render(t *testing.T, release helm.Release) []map[string]any {
 	t.Helper()
-	s := platform.Spec{ChartDir: filepath.Join(pulumitest.SharedDir(t), "charts")}
-	return helmtest.RenderChart(t, s.Source(release.Name, chartOf(release)).Chart, release.Name, "gpu-platform", release.Values, false)
+	archive := release.Chart.Archive(filepath.Join(pulumitest.SharedDir(t), "charts"))
+	return helmtest.RenderChart(t, archive, release.Name, "gpu-platform", release.Values, false)
 }
 
-// chartOf is the pinned version of a release's chart.
-func chartOf(r platform.Release) platform.Chart {
-	d := platform.Spec{}.Defaults(false).Charts
-	return map[string]platform.Chart{
-		"nvidia-device-plugin": d.DevicePlugin, "dcgm-exporter": d.DCGMExporter, "gpu-operator": d.GPUOperator,
-	}[r.Name]
-}
-
-func releaseOf(t *testing.T, rs []platform.Release, name string) platform.Release {
+func releaseOf(t *testing.T, rs []helm.Release, name string) helm.Release {
 	t.Helper()
 	for _, r := range rs {
 		if r.Name == name {
@@ -50,7 +27,7 @@ func releaseOf(t *testing.T, rs []platform.Release, name string) platform.Releas
 		}
 	}
 	t.Fatalf("no release %s in %v", name, rs)
-	return platform.Release{}
+	return helm.Release{}
 }
 
 var get = helmtest.Get
@@ -110,7 +87,7 @@ func checkGPUDaemonSet(t *testing.T, ds map[string]any, spot bool, mainContainer
 
 func TestDevicePluginChartOnProd(t *testing.T) {
 	t.Parallel()
-	spec, pools := stackLayer(t, "prod")
+	spec, pools := aksLayer(t)
 	objs := render(t, releaseOf(t, platform.Releases(spec, pools), "nvidia-device-plugin"))
 	dss := ofKind(objs, "DaemonSet")
 	if len(dss) == 0 {
@@ -158,7 +135,7 @@ func TestDevicePluginChartOnProd(t *testing.T) {
 
 func TestDCGMExporterChartOnProd(t *testing.T) {
 	t.Parallel()
-	spec, pools := stackLayer(t, "prod")
+	spec, pools := aksLayer(t)
 	objs := render(t, releaseOf(t, platform.Releases(spec, pools), "dcgm-exporter"))
 	dss := ofKind(objs, "DaemonSet")
 	if len(dss) != 1 {
@@ -202,7 +179,7 @@ func checkServiceMonitorFinds(t *testing.T, sm, svc map[string]any) {
 
 func TestGPUOperatorChartOnDev(t *testing.T) {
 	t.Parallel()
-	spec, pools := stackLayer(t, "dev")
+	spec, pools := bareMetalLayer(t)
 	if spec.GPUStack != platform.GPUOperator {
 		t.Fatalf("bare metal defaults to the GPU operator, got %s", spec.GPUStack)
 	}

@@ -2,7 +2,6 @@ package platform
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
@@ -11,11 +10,13 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/plain"
 )
 
 // GPUPlatformType is the component's type token.
-const GPUPlatformType = "gpu-node-pools:platform:GPUPlatform"
+const GPUPlatformType = kube.Project + ":platform:GPUPlatform"
 
 // Args configures the platform layer.
 type Args struct {
@@ -33,58 +34,20 @@ type GPUPlatform struct {
 
 	// Namespace holds the GPU DaemonSets.
 	Namespace pulumi.StringOutput
-	// Releases are the Helm releases installed, by chart name.
-	Releases []string
 }
 
-// ChartSource is where Helm finds one chart: a local archive in chartDir,
-// or the chart name with its pinned version and repository.
-type ChartSource struct {
-	Chart, Version, Repo string
-}
-
-// Source resolves a chart by name for a spec.
-func (s Spec) Source(name string, c Chart) ChartSource {
-	if s.ChartDir != "" {
-		return ChartSource{Chart: filepath.Join(s.ChartDir, name+"-"+c.Version+".tgz")}
+// Releases are the Helm releases of a defaulted spec, with their values.
+func Releases(s Spec, pools []gpupool.Pool) []helm.Release {
+	values := map[string]func(Spec, []gpupool.Pool) map[string]any{
+		GPUOperatorChart.Name:  GPUOperatorValues,
+		DevicePluginChart.Name: DevicePluginValues,
+		DCGMExporterChart.Name: DCGMExporterValues,
 	}
-	return ChartSource{Chart: name, Version: c.Version, Repo: c.Repo}
-}
-
-// Release is one Helm release of the layer with its values.
-type Release struct {
-	Name   string
-	Source ChartSource
-	Values map[string]any
-}
-
-// HelmArgs are the helm v4 Chart inputs of a release: a local archive, or
-// the chart from its repository at its pinned version.
-func (r Release) HelmArgs(namespace string, skipAwait bool) *helmv4.ChartArgs {
-	a := &helmv4.ChartArgs{
-		Chart:     pulumi.String(r.Source.Chart),
-		Name:      pulumi.String(r.Name),
-		Namespace: pulumi.String(namespace),
-		Values:    plain.Map(r.Values),
-		SkipAwait: pulumi.Bool(skipAwait),
+	var out []helm.Release
+	for _, c := range s.Installed() {
+		out = append(out, helm.Release{Name: c.Name, Chart: c, Dir: s.ChartDir, Values: values[c.Name](s, pools)})
 	}
-	if r.Source.Repo != "" {
-		a.Version = pulumi.String(r.Source.Version)
-		a.RepositoryOpts = &helmv4.RepositoryOptsArgs{Repo: pulumi.String(r.Source.Repo)}
-	}
-	return a
-}
-
-// Releases are the Helm releases for a defaulted spec: device plugin and
-// DCGM exporter, or the GPU operator alone (it brings both).
-func Releases(s Spec, pools []gpupool.Pool) []Release {
-	if s.GPUStack == GPUOperator {
-		return []Release{{Name: "gpu-operator", Source: s.Source("gpu-operator", s.Charts.GPUOperator), Values: GPUOperatorValues(s, pools)}}
-	}
-	return []Release{
-		{Name: "nvidia-device-plugin", Source: s.Source("nvidia-device-plugin", s.Charts.DevicePlugin), Values: DevicePluginValues(s, pools)},
-		{Name: "dcgm-exporter", Source: s.Source("dcgm-exporter", s.Charts.DCGMExporter), Values: DCGMExporterValues(s, pools)},
-	}
+	return out
 }
 
 // NamespaceLabels carry the Pod Security level the GPU DaemonSets need:
@@ -94,7 +57,7 @@ func NamespaceLabels() map[string]string {
 		"pod-security.kubernetes.io/enforce": "privileged",
 		"pod-security.kubernetes.io/audit":   "privileged",
 		"pod-security.kubernetes.io/warn":    "privileged",
-		"app.kubernetes.io/managed-by":       gpupool.ManagedBy,
+		kube.ManagedByLabel:                  kube.ManagedBy,
 	}
 }
 
@@ -119,10 +82,9 @@ func NewGPUPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi
 	inNS := append(child, pulumi.DependsOn([]pulumi.Resource{ns}))
 
 	for _, r := range Releases(s, args.Pools) {
-		if _, err := helmv4.NewChart(ctx, name+"-"+r.Name, r.HelmArgs(s.Namespace, s.SkipAwait), inNS...); err != nil {
+		if _, err := helmv4.NewChart(ctx, name+"-"+r.Name, r.Args(s.Namespace, s.SkipAwait), inNS...); err != nil {
 			return nil, fmt.Errorf("gpu platform %s: chart %s: %w", name, r.Name, err)
 		}
-		p.Releases = append(p.Releases, r.Name)
 	}
 
 	if s.GPUStack == DevicePlugin { // the operator brings its own

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/natron/gpu-node-pools/components/platform"
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
 // vllmMetrics is vLLM's Prometheus metric set (v1 engine, as documented in
@@ -93,7 +93,7 @@ func checkQuery(t *testing.T, where, expr string, known map[string]bool) []strin
 func TestAlertRulesParseAndNameRealMetrics(t *testing.T) {
 	t.Parallel()
 	known := knownMetrics(t)
-	rules := platform.AlertRules(platform.Spec{}.Defaults(false))
+	rules := platform.AlertRules(platform.Spec{}.Defaults(platform.GPUOperator))
 	want := map[string]string{
 		"GPUIdle": "DCGM_FI_DEV_GPU_UTIL", "GPUMemoryNearOOM": "DCGM_FI_DEV_FB_FREE",
 		"InferenceLatencyP99High": "vllm:e2e_request_latency_seconds_bucket", "GPUTemperatureHigh": "DCGM_FI_DEV_GPU_TEMP",
@@ -126,7 +126,7 @@ func TestAlertRulesParseAndNameRealMetrics(t *testing.T) {
 // Thresholds and durations come from config.
 func TestAlertThresholdsAreConfigurable(t *testing.T) {
 	t.Parallel()
-	s := platform.Spec{Alerts: platform.Alerts{IdleUtilizationPercent: 5, IdleFor: "1h", TemperatureCelsius: 80, LatencyP99Seconds: 2.5}}.Defaults(true)
+	s := platform.Spec{Alerts: platform.Alerts{IdleUtilizationPercent: 5, IdleFor: "1h", TemperatureCelsius: 80, LatencyP99Seconds: 2.5}}.Defaults(platform.DevicePlugin)
 	got := map[string]platform.Rule{}
 	for _, r := range platform.AlertRules(s) {
 		got[r.Alert] = r

@@ -4,6 +4,12 @@
 // rules for the cluster's Prometheus, and Grafana dashboards.
 package platform
 
+import (
+	"cmp"
+
+	"github.com/natron/gpu-node-pools/components/helm"
+)
+
 // GPUStack says who provides the GPU plumbing on the nodes.
 type GPUStack string
 
@@ -20,16 +26,18 @@ const (
 var GPUStacks = []GPUStack{DevicePlugin, GPUOperator}
 
 // Spec is the platform block of the stack config (gpu-node-pools:platform).
-// Every field is optional; Defaults fills what is left out.
+// Every field is optional; Defaults fills what is left out, and a defaulted
+// Spec is what the component takes.
 type Spec struct {
 	// GPUStack defaults to device-plugin on AKS and gpu-operator on bare metal.
 	GPUStack GPUStack `json:"gpuStack,omitempty"`
 	// Namespace holds the GPU DaemonSets and nothing else.
 	Namespace string `json:"namespace,omitempty"`
 	// ChartDir is a directory of chart archives (<chart>-<version>.tgz) used
-	// instead of the Helm repositories: air-gapped sites, tests.
+	// instead of the Helm repositories: air-gapped sites, tests. It serves
+	// every chart of the stack.
 	ChartDir string `json:"chartDir,omitempty"`
-	// Charts pins each chart's version and repository.
+	// Charts overrides each chart's version and repository.
 	Charts Charts `json:"charts,omitempty"`
 	// Values are extra Helm values per chart, merged over the program's:
 	// the escape hatch for what the typed options do not cover.
@@ -44,17 +52,12 @@ type Spec struct {
 	SkipAwait bool `json:"skipAwait,omitempty"`
 }
 
-// Chart is where one Helm chart comes from.
-type Chart struct {
-	Version string `json:"version,omitempty"`
-	Repo    string `json:"repo,omitempty"`
-}
-
-// Charts are the upstream charts of the layer.
+// Charts are the upstream charts of the layer: overrides in config, the
+// pinned charts with them applied once defaulted.
 type Charts struct {
-	DevicePlugin Chart `json:"devicePlugin,omitempty"`
-	DCGMExporter Chart `json:"dcgmExporter,omitempty"`
-	GPUOperator  Chart `json:"gpuOperator,omitempty"`
+	DevicePlugin helm.Chart `json:"devicePlugin,omitempty"`
+	DCGMExporter helm.Chart `json:"dcgmExporter,omitempty"`
+	GPUOperator  helm.Chart `json:"gpuOperator,omitempty"`
 }
 
 // ExtraValues are user Helm values per chart.
@@ -91,30 +94,30 @@ type Alerts struct {
 	ExporterDownFor        string  `json:"exporterDownFor,omitempty"`
 }
 
-// Pinned upstream releases; stacks may override version and repository.
+// Pinned upstream charts; stacks may override version and repository. The
+// images are what each chart runs with the program's values (the chart
+// tests check them against the rendered charts and the GPU operator's
+// operand images).
 var (
-	DefaultDevicePlugin = Chart{Version: "0.20.0", Repo: "https://nvidia.github.io/k8s-device-plugin"}
-	DefaultDCGMExporter = Chart{Version: "4.8.2", Repo: "https://nvidia.github.io/dcgm-exporter/helm-charts"}
-	DefaultGPUOperator  = Chart{Version: "v26.7.0", Repo: "https://helm.ngc.nvidia.com/nvidia"}
+	DevicePluginChart = helm.Chart{Name: "nvidia-device-plugin", Version: "0.20.0", Repo: "https://nvidia.github.io/k8s-device-plugin",
+		Images: []string{"nvcr.io/nvidia/k8s-device-plugin"}}
+	DCGMExporterChart = helm.Chart{Name: "dcgm-exporter", Version: "4.8.2", Repo: "https://nvidia.github.io/dcgm-exporter/helm-charts",
+		Images: []string{"nvcr.io/nvidia/k8s/dcgm-exporter"}}
+	GPUOperatorChart = helm.Chart{Name: "gpu-operator", Version: "v26.7.0", Repo: "https://helm.ngc.nvidia.com/nvidia",
+		Images: []string{"nvcr.io/nvidia/gpu-operator", "nvcr.io/nvidia/driver", "registry.k8s.io/nfd/node-feature-discovery"}}
 )
 
 // DefaultNamespace holds the GPU DaemonSets.
 const DefaultNamespace = "gpu-platform"
 
-// Defaults returns s with every unset field filled; onAKS picks the GPU stack.
-func (s Spec) Defaults(onAKS bool) Spec {
-	if s.GPUStack == "" {
-		s.GPUStack = GPUOperator
-		if onAKS {
-			s.GPUStack = DevicePlugin // the AKS node image ships the driver
-		}
-	}
-	if s.Namespace == "" {
-		s.Namespace = DefaultNamespace
-	}
-	s.Charts.DevicePlugin = chartDefaults(s.Charts.DevicePlugin, DefaultDevicePlugin)
-	s.Charts.DCGMExporter = chartDefaults(s.Charts.DCGMExporter, DefaultDCGMExporter)
-	s.Charts.GPUOperator = chartDefaults(s.Charts.GPUOperator, DefaultGPUOperator)
+// Defaults returns s with every unset field filled; gpuStack is the
+// target's default GPU stack.
+func (s Spec) Defaults(gpuStack GPUStack) Spec {
+	s.GPUStack = cmp.Or(s.GPUStack, gpuStack)
+	s.Namespace = cmp.Or(s.Namespace, DefaultNamespace)
+	s.Charts.DevicePlugin = DevicePluginChart.With(s.Charts.DevicePlugin)
+	s.Charts.DCGMExporter = DCGMExporterChart.With(s.Charts.DCGMExporter)
+	s.Charts.GPUOperator = GPUOperatorChart.With(s.Charts.GPUOperator)
 	m := &s.Monitoring
 	if m.ServiceMonitorLabels == nil {
 		m.ServiceMonitorLabels = map[string]string{"release": "kube-prometheus-stack"}
@@ -122,45 +125,36 @@ func (s Spec) Defaults(onAKS bool) Spec {
 	if m.RuleLabels == nil {
 		m.RuleLabels = m.ServiceMonitorLabels
 	}
-	m.ScrapeInterval = or(m.ScrapeInterval, "15s")
-	m.GrafanaFolder = or(m.GrafanaFolder, "GPU")
+	m.ScrapeInterval = cmp.Or(m.ScrapeInterval, "15s")
+	m.GrafanaFolder = cmp.Or(m.GrafanaFolder, "GPU")
 	a := &s.Alerts
-	a.IdleUtilizationPercent = orNum(a.IdleUtilizationPercent, 10)
-	a.IdleFor = or(a.IdleFor, "30m")
-	a.MemoryUsedPercent = orNum(a.MemoryUsedPercent, 95)
-	a.MemoryFor = or(a.MemoryFor, "5m")
-	a.LatencyP99Seconds = orNum(a.LatencyP99Seconds, 10)
-	a.LatencyFor = or(a.LatencyFor, "10m")
-	a.TemperatureCelsius = orNum(a.TemperatureCelsius, 85)
-	a.TemperatureFor = or(a.TemperatureFor, "5m")
-	a.ExporterDownFor = or(a.ExporterDownFor, "10m")
+	a.IdleUtilizationPercent = cmp.Or(a.IdleUtilizationPercent, 10)
+	a.IdleFor = cmp.Or(a.IdleFor, "30m")
+	a.MemoryUsedPercent = cmp.Or(a.MemoryUsedPercent, 95)
+	a.MemoryFor = cmp.Or(a.MemoryFor, "5m")
+	a.LatencyP99Seconds = cmp.Or(a.LatencyP99Seconds, 10)
+	a.LatencyFor = cmp.Or(a.LatencyFor, "10m")
+	a.TemperatureCelsius = cmp.Or(a.TemperatureCelsius, 85)
+	a.TemperatureFor = cmp.Or(a.TemperatureFor, "5m")
+	a.ExporterDownFor = cmp.Or(a.ExporterDownFor, "10m")
 	return s
 }
 
-func chartDefaults(c, d Chart) Chart {
-	return Chart{Version: or(c.Version, d.Version), Repo: or(c.Repo, d.Repo)}
+// Installed are the charts a defaulted spec installs: the device plugin
+// and DCGM exporter, or the GPU operator alone (it brings both).
+func (s Spec) Installed() []helm.Chart {
+	if s.GPUStack == GPUOperator {
+		return []helm.Chart{s.Charts.GPUOperator}
+	}
+	return []helm.Chart{s.Charts.DevicePlugin, s.Charts.DCGMExporter}
 }
 
-func or(v, d string) string {
-	if v == "" {
-		return d
+// RuntimeClass is the RuntimeClass GPU pods run with: the GPU operator
+// installs "nvidia"; with the device plugin the node's default runtime
+// already exposes the GPUs ("").
+func (s Spec) RuntimeClass() string {
+	if s.GPUStack == GPUOperator {
+		return "nvidia"
 	}
-	return v
-}
-
-func orNum(v, d float64) float64 {
-	if v == 0 {
-		return d
-	}
-	return v
-}
-
-// ChartImages are image repositories the layer's charts run with the
-// program's values (the tests check them against the rendered charts and
-// the GPU operator's operand images); the registry policy must allow them.
-func ChartImages(stack GPUStack) []string {
-	if stack == GPUOperator {
-		return []string{"nvcr.io/nvidia/gpu-operator", "nvcr.io/nvidia/driver", "registry.k8s.io/nfd/node-feature-discovery"}
-	}
-	return []string{"nvcr.io/nvidia/k8s-device-plugin", "nvcr.io/nvidia/k8s/dcgm-exporter"}
+	return ""
 }

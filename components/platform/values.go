@@ -1,14 +1,12 @@
 package platform
 
 import (
-	"encoding/json"
-	"maps"
 	"slices"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/plain"
+	"github.com/natron/gpu-node-pools/components/helm"
 )
 
 // toleration is core/v1 Toleration as Helm values (value omitted for Exists).
@@ -141,7 +139,7 @@ func DevicePluginValues(s Spec, pools []gpupool.Pool) map[string]any {
 	if slices.ContainsFunc(pools, func(p gpupool.Pool) bool { return p.TimeSlicing > 1 }) {
 		v.Config = &devicePluginConfig{Map: devicePluginConfigs(pools), Default: "default"}
 	}
-	return merge(toMap(v), s.Values.DevicePlugin)
+	return helm.Merge(helm.Values(v), s.Values.DevicePlugin)
 }
 
 type dcgmExporterValues struct {
@@ -154,7 +152,7 @@ type dcgmExporterValues struct {
 // DCGMExporterValues are the dcgm-exporter chart's values. Its
 // ServiceMonitor is the program's own (DCGMExporterServiceMonitor).
 func DCGMExporterValues(s Spec, pools []gpupool.Pool) map[string]any {
-	return merge(toMap(dcgmExporterValues{
+	return helm.Merge(helm.Values(dcgmExporterValues{
 		NodeSelector:   gpuNodeSelector,
 		Tolerations:    Tolerations(pools),
 		Resources:      exporterAgent,
@@ -242,29 +240,5 @@ func GPUOperatorValues(s Spec, pools []gpupool.Pool) map[string]any {
 	c.Create, c.Name, c.Default, c.Data = true, DevicePluginConfigMap, "default", devicePluginConfigs(pools)
 	v.DCGMExporter.Resources = exporterAgent
 	v.DCGMExporter.ServiceMonitor = dcgmServiceMonitor(s)
-	return merge(toMap(v), s.Values.GPUOperator)
-}
-
-// toMap turns typed values into the plain map Helm takes.
-func toMap(v any) map[string]any {
-	b, _ := json.Marshal(v) // only plain structs of strings, numbers, maps
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return m
-}
-
-// merge deep-merges extra over base: maps merge key by key, anything else
-// in extra replaces what base has. Neither input is changed.
-func merge(base, extra map[string]any) map[string]any {
-	out := maps.Clone(base)
-	for _, k := range plain.SortedKeys(extra) {
-		if em, ok := extra[k].(map[string]any); ok {
-			if bm, ok := out[k].(map[string]any); ok {
-				out[k] = merge(bm, em)
-				continue
-			}
-		}
-		out[k] = extra[k]
-	}
-	return out
+	return helm.Merge(helm.Values(v), s.Values.GPUOperator)
 }

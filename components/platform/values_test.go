@@ -7,6 +7,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/helm"
 )
 
 func TestMIGStrategy(t *testing.T) {
@@ -37,7 +38,7 @@ func TestDevicePluginValues(t *testing.T) {
 	s := Spec{Values: ExtraValues{DevicePlugin: map[string]any{
 		"priorityClassName": "gpu-critical",
 		"resources":         map[string]any{"limits": map[string]any{"memory": "512Mi"}},
-	}}}.Defaults(true)
+	}}}.Defaults(DevicePlugin)
 	want := map[string]any{
 		"migStrategy":  "single",
 		"nodeSelector": map[string]any{"nvidia.com/gpu.present": "true"},
@@ -67,7 +68,7 @@ func TestDevicePluginValues(t *testing.T) {
 
 func TestDCGMExporterValues(t *testing.T) {
 	t.Parallel()
-	s := Spec{Monitoring: Monitoring{ServiceMonitorLabels: map[string]string{"prometheus": "platform"}, ScrapeInterval: "30s"}}.Defaults(true)
+	s := Spec{Monitoring: Monitoring{ServiceMonitorLabels: map[string]string{"prometheus": "platform"}, ScrapeInterval: "30s"}}.Defaults(DevicePlugin)
 	want := map[string]any{
 		"nodeSelector": map[string]any{"nvidia.com/gpu.present": "true"},
 		"tolerations":  []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
@@ -95,21 +96,21 @@ func TestDCGMExporterValues(t *testing.T) {
 
 func TestReleasesFollowTheGPUStack(t *testing.T) {
 	t.Parallel()
-	names := func(rs []Release) []string {
+	names := func(rs []helm.Release) []string {
 		var out []string
 		for _, r := range rs {
-			out = append(out, r.Name+"@"+r.Source.Version)
+			out = append(out, r.Name+"@"+r.Chart.Version)
 		}
 		return out
 	}
-	if diff := cmp.Diff([]string{"nvidia-device-plugin@0.20.0", "dcgm-exporter@4.8.2"}, names(Releases(Spec{}.Defaults(true), nil))); diff != "" {
+	if diff := cmp.Diff([]string{"nvidia-device-plugin@0.20.0", "dcgm-exporter@4.8.2"}, names(Releases(Spec{}.Defaults(DevicePlugin), nil))); diff != "" {
 		t.Errorf("AKS releases: %s", diff)
 	}
-	if diff := cmp.Diff([]string{"gpu-operator@v26.7.0"}, names(Releases(Spec{}.Defaults(false), nil))); diff != "" {
+	if diff := cmp.Diff([]string{"gpu-operator@v26.7.0"}, names(Releases(Spec{}.Defaults(GPUOperator), nil))); diff != "" {
 		t.Errorf("bare-metal releases: %s", diff)
 	}
-	local := Spec{ChartDir: "/charts"}.Defaults(true).Source("dcgm-exporter", DefaultDCGMExporter)
-	if local != (ChartSource{Chart: "/charts/dcgm-exporter-4.8.2.tgz"}) {
-		t.Errorf("local chart source = %+v", local)
+	local := Releases(Spec{ChartDir: "/charts"}.Defaults(DevicePlugin), nil)[1]
+	if got := local.Chart.Archive(local.Dir); got != "/charts/dcgm-exporter-4.8.2.tgz" {
+		t.Errorf("local chart archive = %s", got)
 	}
 }

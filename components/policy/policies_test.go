@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/natron/gpu-node-pools/tests/kyvernotest"
+	"github.com/natron/gpu-node-pools/internal/testkit/kyvernotest"
 )
 
 func off() *bool { f := false; return &f }

@@ -6,11 +6,12 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/plain"
 )
 
 // GPUPoliciesType is the component's type token.
-const GPUPoliciesType = "gpu-node-pools:policy:GPUPolicies"
+const GPUPoliciesType = kube.Project + ":policy:GPUPolicies"
 
 // Args are the resolved policy settings.
 type Args struct {
@@ -28,6 +29,9 @@ type GPUPolicies struct {
 
 // NewGPUPolicies registers the enabled ClusterPolicies.
 func NewGPUPolicies(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*GPUPolicies, error) {
+	if args == nil || args.Workload == nil {
+		return nil, fmt.Errorf("gpu policies %s: args with a workload provider are required", name)
+	}
 	p := &GPUPolicies{}
 	if err := ctx.RegisterComponentResource(GPUPoliciesType, name, p, opts...); err != nil {
 		return nil, fmt.Errorf("register %s: %w", name, err)

@@ -8,6 +8,9 @@ import (
 	"math"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/components/check"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 )
 
@@ -45,17 +48,11 @@ func (m Model) Weights() float64 {
 // is not accepted (it would serve one short request at a time).
 func (m Model) KVReserveGB() float64 { return math.Max(2, 0.1*m.Weights()) }
 
-// Misfit is one way a model does not fit its pool: the config field to
-// change and a message that says what to change it to.
-type Misfit struct {
-	Field string // tensorParallel or maxReplicas
-	Msg   string
-}
-
-// Fit checks a model against its pool's facts. It returns nothing when the
-// model fits.
-func Fit(m Model, pool gpupool.Pool) []Misfit {
-	var out []Misfit
+// Fit checks a model (at key path p) against its pool's facts: each
+// problem names the key to change (tensorParallel or maxReplicas) and what
+// to change it to. Nothing when the model fits.
+func Fit(p *field.Path, m Model, pool gpupool.Pool) field.ErrorList {
+	var out field.ErrorList
 	perNode := pool.GPUResourcesPerNode
 	mem := float64(pool.MemoryPerGPUResourceGB)
 	util := m.GPUMemoryUtilization
@@ -64,8 +61,8 @@ func Fit(m Model, pool gpupool.Pool) []Misfit {
 	divisors := divisorsOf(perNode)
 
 	if !slices.Contains(divisors, tp) {
-		out = append(out, Misfit{"tensorParallel", fmt.Sprintf(
-			"must divide the %d GPUs of one %s node (%v): a model's shards run on one node, got %d", perNode, pool.Name, divisors, tp)})
+		out = append(out, check.Invalid(p.Child("tensorParallel"), tp,
+			"must divide the %d GPUs of one %s node (%v): a model's shards run on one node", perNode, pool.Name, divisors))
 	} else if need > mem*float64(tp)*util {
 		advice := "use a pool with more GPU memory"
 		if minTP := int(math.Ceil(need / (mem * util))); minTP <= perNode {
@@ -76,14 +73,14 @@ func Fit(m Model, pool gpupool.Pool) []Misfit {
 				}
 			}
 		}
-		out = append(out, Misfit{"tensorParallel", fmt.Sprintf(
-			"%s needs about %.0f GB of weights plus %.0f GB of KV cache, pool %s gives %.0f GB per GPU × %d × gpuMemoryUtilization %.2f = %.0f GB; %s, got %d",
-			m.Name, m.Weights(), m.KVReserveGB(), pool.Name, mem, tp, util, mem*float64(tp)*util, advice, tp)})
+		out = append(out, check.Invalid(p.Child("tensorParallel"), tp,
+			"%s needs about %.0f GB of weights plus %.0f GB of KV cache, pool %s gives %.0f GB per GPU × %d × gpuMemoryUtilization %.2f = %.0f GB; %s",
+			m.Name, m.Weights(), m.KVReserveGB(), pool.Name, mem, tp, util, mem*float64(tp)*util, advice))
 	}
 	if gpus, have := m.MaxReplicas*tp, pool.MaxNodes*perNode; gpus > have {
-		out = append(out, Misfit{"maxReplicas", fmt.Sprintf(
-			"%d replicas × tensorParallel %d = %d GPUs, pool %s has at most %d nodes × %d GPUs = %d; lower maxReplicas to %d or raise the pool's maxNodes, got %d",
-			m.MaxReplicas, tp, gpus, pool.Name, pool.MaxNodes, perNode, have, max(have/max(tp, 1), 0), m.MaxReplicas)})
+		out = append(out, check.Invalid(p.Child("maxReplicas"), m.MaxReplicas,
+			"%d replicas × tensorParallel %d = %d GPUs, pool %s has at most %d nodes × %d GPUs = %d; lower maxReplicas to %d or raise the pool's maxNodes",
+			m.MaxReplicas, tp, gpus, pool.Name, pool.MaxNodes, perNode, have, max(have/max(tp, 1), 0)))
 	}
 	return out
 }

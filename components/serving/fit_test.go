@@ -4,15 +4,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 )
 
 func pool(t *testing.T, target catalog.Target, sku string, maxNodes int, mig catalog.MIGProfile) gpupool.Pool {
 	t.Helper()
-	s, ok := catalog.Lookup(target, sku)
-	if !ok {
-		t.Fatalf("no sku %s", sku)
+	section := map[catalog.Target]catalog.Section{catalog.AKS: catalog.Azure, catalog.Natron: catalog.BareMetal}[target]
+	s, err := section.SKU(nil, sku)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return gpupool.NewFacts(gpupool.Spec{Name: "infer", SKU: sku, MaxNodes: maxNodes, MIGProfile: mig}, s)
 }
@@ -62,14 +66,14 @@ func TestFit(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := Fit(tc.m, tc.pool)
+			got := Fit(field.NewPath("model"), tc.m, tc.pool)
 			if tc.want == "" {
 				if len(got) != 0 {
 					t.Fatalf("should fit, got %+v", got)
 				}
 				return
 			}
-			if len(got) != 1 || got[0].Field != tc.field || !strings.Contains(got[0].Msg, tc.want) {
+			if len(got) != 1 || got[0].Field != "model."+tc.field || !strings.Contains(got[0].Detail, tc.want) {
 				t.Fatalf("got %+v, want %s: ...%s", got, tc.field, tc.want)
 			}
 		})
@@ -95,11 +99,13 @@ func TestStartupBudget(t *testing.T) {
 
 func TestChartOverride(t *testing.T) {
 	t.Parallel()
-	got := ChartOverride{Version: "0.1.13"}.Chart(VLLMStackChart)
-	if got.Version != "0.1.13" || got.Repo != VLLMStackChart.Repo || got.Name != "vllm-stack" {
-		t.Errorf("override = %+v", got)
+	var o Options
+	o.Charts.VLLMStack.Version = "0.1.13"
+	got := o.Defaults("cephfs").Charts
+	if v := got.VLLMStack; v.Version != "0.1.13" || v.Repo != VLLMStackChart.Repo || v.Name != "vllm-stack" {
+		t.Errorf("override = %+v", v)
 	}
-	if got := (ChartOverride{}).Chart(KEDAChart); got != KEDAChart {
-		t.Errorf("an empty override changed the pin: %+v", got)
+	if diff := cmp.Diff(KEDAChart, got.KEDA); diff != "" {
+		t.Errorf("an empty override changed the pin (-pinned +got):\n%s", diff)
 	}
 }

@@ -1,9 +1,12 @@
 package serving
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
 )
@@ -55,7 +58,7 @@ const DownloadServiceAccount = "weights-download"
 
 // DownloadJob fills a model's weights cache once: a marker file records a
 // complete copy, so a rerun (or a second up) does no work.
-func DownloadJob(ns string, m ModelSpec, st StorageSpec) map[string]any {
+func DownloadJob(ns string, m Engine, st Storage) map[string]any {
 	dir := WeightsPath + "/" + m.Name
 	script := fmt.Sprintf(`set -e
 if [ -f %[1]s/.complete ]; then echo "weights already cached"; exit 0; fi
@@ -134,7 +137,7 @@ func NetworkPolicy(ns, model string, o Options) map[string]any {
 
 // Ingress publishes a model with a hostname over TLS, the certificate issued
 // by cert-manager from the configured ClusterIssuer.
-func Ingress(ns string, m ModelSpec, o Options) map[string]any {
+func Ingress(ns string, m Engine, o Options) map[string]any {
 	return map[string]any{
 		"apiVersion": "networking.k8s.io/v1",
 		"kind":       "Ingress",
@@ -161,13 +164,26 @@ func Ingress(ns string, m ModelSpec, o Options) map[string]any {
 	}
 }
 
+// Job is how one batch job runs: decided once, when the stack's plan is
+// made.
+type Job struct {
+	BatchJobSpec
+	// Pool is the pool the job runs on.
+	Pool gpupool.Pool
+	// RuntimeClass is as for Engine.
+	RuntimeClass string
+}
+
+// NewJob is how the program runs a validated batch job on its pool.
+func NewJob(j BatchJobSpec, pool gpupool.Pool, runtimeClass string) Job {
+	j.DeadlineMinutes = cmp.Or(j.DeadlineMinutes, 240)
+	return Job{BatchJobSpec: j, Pool: pool, RuntimeClass: runtimeClass}
+}
+
 // CronJob runs a batch job off-peak on its pool, below serving in priority.
-func CronJob(ns string, j BatchJobSpec, pool gpupool.Pool, runtimeClass string) map[string]any {
-	deadline := j.DeadlineMinutes
-	if deadline == 0 {
-		deadline = 240
-	}
-	tolerations, exprs := poolTolerations(pool), poolMatchExpressions(pool)
+func CronJob(ns string, j Job) map[string]any {
+	deadline, runtimeClass := j.DeadlineMinutes, j.RuntimeClass
+	tolerations, exprs := poolTolerations(j.Pool), poolMatchExpressions(j.Pool)
 	gpus := fmt.Sprint(j.GPUs)
 	container := map[string]any{
 		"name": j.Name, "image": j.Image,
@@ -213,4 +229,32 @@ func CronJob(ns string, j BatchJobSpec, pool gpupool.Pool, runtimeClass string) 
 			}},
 		},
 	}
+}
+
+// Env is the rclone configuration of the "src" remote the download Jobs
+// read weights from, credentials as Pulumi secrets.
+func (s *Storage) Env() pulumi.StringMap {
+	if s.Kind == AzureBlob {
+		env := pulumi.StringMap{
+			"RCLONE_CONFIG_SRC_TYPE":    pulumi.String("azureblob"),
+			"RCLONE_CONFIG_SRC_ACCOUNT": pulumi.String(s.Account),
+		}
+		if s.AccountKey != "" {
+			env["RCLONE_CONFIG_SRC_KEY"] = s.AccountKey.Output()
+		} else {
+			env["RCLONE_CONFIG_SRC_ENV_AUTH"] = pulumi.String("true") // workload identity
+		}
+		return env
+	}
+	env := pulumi.StringMap{
+		"RCLONE_CONFIG_SRC_TYPE":              pulumi.String("s3"),
+		"RCLONE_CONFIG_SRC_PROVIDER":          pulumi.String("Other"),
+		"RCLONE_CONFIG_SRC_ENDPOINT":          pulumi.String(s.Endpoint),
+		"RCLONE_CONFIG_SRC_ACCESS_KEY_ID":     s.AccessKey.Output(),
+		"RCLONE_CONFIG_SRC_SECRET_ACCESS_KEY": s.SecretKey.Output(),
+	}
+	if s.Region != "" {
+		env["RCLONE_CONFIG_SRC_REGION"] = pulumi.String(s.Region)
+	}
+	return env
 }

@@ -12,46 +12,37 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/plain"
-	"github.com/natron/gpu-node-pools/components/platform"
 )
 
 // ModelServingType is the component's type token.
-const ModelServingType = "gpu-node-pools:serving:ModelServing"
+const ModelServingType = kube.Project + ":serving:ModelServing"
 
-// Chart is where one Helm chart comes from.
-type Chart struct{ Name, Version, Repo string }
-
-// Pinned charts.
-var (
-	VLLMStackChart = Chart{Name: "vllm-stack", Version: "0.1.12", Repo: "https://vllm-project.github.io/production-stack"}
-	KEDAChart      = Chart{Name: "keda", Version: "2.20.2", Repo: "https://kedacore.github.io/charts"}
-)
-
-// Args configures model serving and batch work. Specs must be validated.
-type Args struct {
-	Options   Options // defaulted
-	Storage   StorageSpec
-	Models    []ModelSpec
-	BatchJobs []BatchJobSpec
-	// Pools are the stack's pool facts by name.
-	Pools map[string]gpupool.Pool
-	// StorageEnv are the rclone settings for the weights store, secret
-	// values included (already Pulumi secrets).
-	StorageEnv pulumi.StringMap
-	// APIKey is the models' API key; nil generates one.
-	APIKey pulumi.StringInput
+// Plan is model serving as the stack's plan decided it: plain data.
+type Plan struct {
+	// Options are defaulted; their APIKey, when set, is the models' key
+	// (else one is generated).
+	Options Options
+	// Storage is the weights store (nil without models).
+	Storage *Storage
+	Engines []Engine
+	Jobs    []Job
 	// ChartDir holds chart archives instead of the Helm repositories.
-	ChartDir             string
-	ServiceMonitorLabels map[string]string
-	RuntimeClass         string
-	Workload             *kubernetes.Provider
+	ChartDir string
 	// SkipAwait applies charts without waiting for their pods.
 	SkipAwait bool
 	// Rendering is set when the provider writes YAML instead of applying:
 	// Secrets with secret values are then not written (they would land in
 	// the files in plain text); ExternalSecrets names what to provide.
 	Rendering bool
+}
+
+// Args configures model serving and batch work.
+type Args struct {
+	Plan     Plan
+	Workload *kubernetes.Provider
 }
 
 // ModelServing is the models, their caches and scaling, and batch jobs.
@@ -74,21 +65,11 @@ type ModelEndpoint struct {
 	Public   string `json:"public,omitempty"`
 }
 
-// release is a chart of this package as a Helm release, from chartDir when
-// set, else from the chart's repository.
-func release(c Chart, chartDir, name string, values map[string]any) platform.Release {
-	return platform.Release{
-		Name:   name,
-		Source: platform.Spec{ChartDir: chartDir}.Source(c.Name, platform.Chart{Version: c.Version, Repo: c.Repo}),
-		Values: values,
-	}
-}
-
 // NewEngine is how the program serves a validated model on its pool with
 // defaulted options: the values every release and ScaledObject come from.
 func NewEngine(m ModelSpec, pool gpupool.Pool, o Options, serviceMonitorLabels map[string]string, runtimeClass string) Engine {
 	return Engine{
-		Model: m.Model(), Pool: pool, MaxModelLen: m.MaxModelLen, MinReplicas: m.MinReplicas,
+		Model: m.Model(), Source: m.Source, Hostname: m.Hostname, Pool: pool, MaxModelLen: m.MaxModelLen, MinReplicas: m.MinReplicas,
 		QueueDepthTarget: m.QueueDepthTarget, Image: o.Image,
 		APIKeySecret: APIKeySecret, WeightsClaim: WeightsClaim(m.Name), BandwidthMBps: o.BandwidthMBps,
 		PrometheusAddress: o.PrometheusAddress, ServiceMonitorLabels: serviceMonitorLabels,
@@ -107,7 +88,8 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 	if err := ctx.RegisterComponentResource(ModelServingType, name, ms, opts...); err != nil {
 		return nil, fmt.Errorf("model serving %s: %w", name, err)
 	}
-	o := args.Options
+	plan := args.Plan
+	o := plan.Options
 	ns := o.Namespace
 	child := []pulumi.ResourceOption{pulumi.Parent(ms), pulumi.Provider(args.Workload)}
 	fail := func(what string, err error) (*ModelServing, error) {
@@ -116,7 +98,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 
 	nsRes, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{
 		Name:   pulumi.String(ns),
-		Labels: pulumi.StringMap{"pod-security.kubernetes.io/enforce": pulumi.String("baseline"), "app.kubernetes.io/managed-by": pulumi.String(gpupool.ManagedBy)},
+		Labels: pulumi.StringMap{"pod-security.kubernetes.io/enforce": pulumi.String("baseline"), kube.ManagedByLabel: pulumi.String(kube.ManagedBy)},
 	}}, child...)
 	if err != nil {
 		return fail("namespace", err)
@@ -139,8 +121,10 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		}
 	}
 
-	key := args.APIKey
-	if key == nil {
+	var key pulumi.StringInput
+	if o.APIKey != "" {
+		key = o.APIKey.Output()
+	} else {
 		pw, err := random.NewRandomPassword(ctx, name+"-api-key", &random.RandomPasswordArgs{Length: pulumi.Int(48), Special: pulumi.Bool(false)}, pulumi.Parent(ms))
 		if err != nil {
 			return fail("api key", err)
@@ -150,21 +134,21 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 	ms.APIKey = pulumi.ToSecret(key.ToStringOutput()).(pulumi.StringOutput)
 	secrets := []struct {
 		name, resource string
-		data           pulumi.StringMapInput
+		data           func() pulumi.StringMapInput
 		needed         bool
 	}{
-		{APIKeySecret, "-api-key-secret", pulumi.StringMap{APIKeyField: ms.APIKey}, true},
-		{StorageSecret, "-storage-secret", pulumi.ToSecret(args.StorageEnv).(pulumi.StringMapOutput), len(args.Models) > 0},
+		{APIKeySecret, "-api-key-secret", func() pulumi.StringMapInput { return pulumi.StringMap{APIKeyField: ms.APIKey} }, true},
+		{StorageSecret, "-storage-secret", func() pulumi.StringMapInput { return pulumi.ToSecret(plan.Storage.Env()).(pulumi.StringMapOutput) }, len(plan.Engines) > 0},
 	}
 	for _, sec := range secrets {
 		switch {
 		case !sec.needed:
-		case args.Rendering:
+		case plan.Rendering:
 			ms.ExternalSecrets = append(ms.ExternalSecrets, sec.name)
 		default:
 			if _, err := corev1.NewSecret(ctx, name+sec.resource, &corev1.SecretArgs{
 				Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(sec.name), Namespace: pulumi.String(ns)},
-				StringData: sec.data,
+				StringData: sec.data(),
 			}, inNS...); err != nil {
 				return fail("secret "+sec.name, err)
 			}
@@ -172,9 +156,9 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 	}
 
 	var downloadDeps []pulumi.Resource
-	if len(args.Models) > 0 {
+	if len(plan.Engines) > 0 {
 		sa := &corev1.ServiceAccountArgs{Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(DownloadServiceAccount), Namespace: pulumi.String(ns)}}
-		if id := args.Storage.ClientID; id != "" {
+		if id := plan.Storage.ClientID; id != "" {
 			sa.Metadata.(*metav1.ObjectMetaArgs).Annotations = pulumi.StringMap{"azure.workload.identity/client-id": pulumi.String(id)}
 		}
 		saRes, err := corev1.NewServiceAccount(ctx, name+"-download-sa", sa, inNS...)
@@ -187,12 +171,13 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 	var keda []pulumi.Resource
 	// Rendered without a cluster, Helm assumes Kubernetes v1.20, which the
 	// KEDA chart refuses: GitOps installs bring KEDA through their pipeline.
-	if *o.InstallKEDA && len(args.Models) > 0 && !args.Rendering {
+	if *o.InstallKEDA && len(plan.Engines) > 0 && !plan.Rendering {
 		kns, err := corev1.NewNamespace(ctx, name+"-keda-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String("keda")}}, child...)
 		if err != nil {
 			return fail("keda namespace", err)
 		}
-		k, err := helmv4.NewChart(ctx, name+"-keda", release(o.Charts.KEDA.Chart(KEDAChart), args.ChartDir, "keda", map[string]any{}).HelmArgs("keda", args.SkipAwait),
+		rel := helm.Release{Name: "keda", Chart: o.Charts.KEDA, Dir: plan.ChartDir, Values: map[string]any{}}
+		k, err := helmv4.NewChart(ctx, name+"-keda", rel.Args("keda", plan.SkipAwait),
 			append(child, pulumi.DependsOn([]pulumi.Resource{kns}))...)
 		if err != nil {
 			return fail("keda", err)
@@ -200,8 +185,8 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		keda = append(keda, k)
 	}
 
-	for _, m := range args.Models {
-		pool := args.Pools[m.Pool]
+	for _, engine := range plan.Engines {
+		m := engine
 		claim, err := corev1.NewPersistentVolumeClaim(ctx, name+"-"+m.Name+"-weights", &corev1.PersistentVolumeClaimArgs{
 			Metadata: &metav1.ObjectMetaArgs{
 				Name: pulumi.String(WeightsClaim(m.Name)), Namespace: pulumi.String(ns),
@@ -212,7 +197,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 				AccessModes:      pulumi.StringArray{pulumi.String("ReadWriteMany")},
 				StorageClassName: pulumi.String(o.StorageClass),
 				Resources: &corev1.VolumeResourceRequirementsArgs{Requests: pulumi.StringMap{
-					"storage": pulumi.String(fmt.Sprintf("%dGi", WeightsClaimGi(m.Model().Weights()))),
+					"storage": pulumi.String(fmt.Sprintf("%dGi", WeightsClaimGi(m.Weights()))),
 				}},
 			},
 		}, inNS...)
@@ -220,12 +205,11 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 			return fail("weights claim "+m.Name, err)
 		}
 		afterClaim := append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}))
-		if _, err := plain.Object(ctx, name+"-"+m.Name+"-download", DownloadJob(ns, m, args.Storage), append(afterClaim, pulumi.DependsOn(downloadDeps))...); err != nil {
+		if _, err := plain.Object(ctx, name+"-"+m.Name+"-download", DownloadJob(ns, m, *plan.Storage), append(afterClaim, pulumi.DependsOn(downloadDeps))...); err != nil {
 			return fail("download job "+m.Name, err)
 		}
-		engine := NewEngine(m, pool, o, args.ServiceMonitorLabels, args.RuntimeClass)
-		rel := release(o.Charts.VLLMStack.Chart(VLLMStackChart), args.ChartDir, Release(m.Name), VLLMValues(engine))
-		chart, err := helmv4.NewChart(ctx, name+"-"+m.Name, rel.HelmArgs(ns, args.SkipAwait), append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}))...)
+		rel := helm.Release{Name: Release(m.Name), Chart: o.Charts.VLLMStack, Dir: plan.ChartDir, Values: VLLMValues(engine)}
+		chart, err := helmv4.NewChart(ctx, name+"-"+m.Name, rel.Args(ns, plan.SkipAwait), append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}))...)
 		if err != nil {
 			return fail("vllm-stack "+m.Name, err)
 		}
@@ -239,10 +223,10 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		if _, err := plain.Object(ctx, name+"-"+m.Name+"-netpol", NetworkPolicy(ns, m.Name, o), inNS...); err != nil {
 			return fail("network policy "+m.Name, err)
 		}
-		ep := ModelEndpoint{Pool: m.Pool, Internal: Endpoint(ns, m.Name)}
+		ep := ModelEndpoint{Pool: m.Pool.Name, Internal: Endpoint(ns, m.Name)}
 		if m.Hostname != "" {
 			ing := Ingress(ns, m, o)
-			if args.SkipAwait {
+			if plan.SkipAwait {
 				// the address comes from the ingress controller, later
 				ing["metadata"].(map[string]any)["annotations"].(map[string]any)["pulumi.com/skipAwait"] = "true"
 			}
@@ -254,8 +238,8 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		ms.Endpoints[m.Name] = ep
 	}
 
-	for _, j := range args.BatchJobs {
-		if _, err := plain.Object(ctx, name+"-batch-"+j.Name, CronJob(ns, j, args.Pools[j.Pool], args.RuntimeClass), inNS...); err != nil {
+	for _, j := range plan.Jobs {
+		if _, err := plain.Object(ctx, name+"-batch-"+j.Name, CronJob(ns, j), inNS...); err != nil {
 			return fail("batch job "+j.Name, err)
 		}
 	}

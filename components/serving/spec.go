@@ -1,5 +1,12 @@
 package serving
 
+import (
+	"cmp"
+
+	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/secret"
+)
+
 // ModelSpec is one model as written in config (gpu-node-pools:models[i]).
 type ModelSpec struct {
 	Name                 string  `json:"name"`
@@ -17,7 +24,7 @@ type ModelSpec struct {
 	Hostname             string  `json:"hostname,omitempty"`
 }
 
-// Fit facts of the model.
+// Model are the model's fit facts.
 func (m ModelSpec) Model() Model {
 	return Model{
 		Name: m.Name, ParametersB: m.ParametersB, WeightsGB: m.WeightsGB, Dtype: m.Dtype,
@@ -37,16 +44,25 @@ type BatchJobSpec struct {
 	DeadlineMinutes int `json:"deadlineMinutes,omitempty"`
 }
 
-// StorageSpec is where weights live (gpu-node-pools:storage). Credentials
-// are secrets and reach the program as Pulumi secrets, not here.
-type StorageSpec struct {
+// Storage is where weights live (gpu-node-pools:storage), with the
+// credentials as secrets: they become Pulumi secrets in the component and
+// nowhere else.
+type Storage struct {
 	Kind     string `json:"kind"` // s3 | azureBlob
 	Endpoint string `json:"endpoint,omitempty"`
 	Region   string `json:"region,omitempty"`
 	Account  string `json:"account,omitempty"`
 	// ClientID is the managed identity the download Jobs use through AKS
 	// workload identity (azureBlob), instead of an account key.
-	ClientID string `json:"clientId,omitempty"`
+	ClientID   string        `json:"clientId,omitempty"`
+	AccessKey  secret.Secret `json:"accessKey,omitempty"`
+	SecretKey  secret.Secret `json:"secretKey,omitempty"`
+	AccountKey secret.Secret `json:"accountKey,omitempty"`
+}
+
+// HasSecrets reports whether the block holds a secret value.
+func (s *Storage) HasSecrets() bool {
+	return s != nil && (s.AccessKey != "" || s.SecretKey != "" || s.AccountKey != "")
 }
 
 // Storage kinds.
@@ -54,6 +70,9 @@ const (
 	S3        = "s3"
 	AzureBlob = "azureBlob"
 )
+
+// StorageKinds lists the kinds.
+var StorageKinds = []string{S3, AzureBlob}
 
 // Options are the serving settings (gpu-node-pools:serving), all optional.
 type Options struct {
@@ -71,72 +90,65 @@ type Options struct {
 	OffPeakStartHour *int   `json:"offPeakStartHour,omitempty"`
 	OffPeakEndHour   *int   `json:"offPeakEndHour,omitempty"`
 	Image            string `json:"image,omitempty"`
-	// Charts pins the vllm-stack and KEDA charts' versions and repositories.
+	// Charts overrides the vllm-stack and KEDA charts' versions and
+	// repositories; defaulted, they are the pinned charts.
 	Charts struct {
-		VLLMStack ChartOverride `json:"vllmStack,omitempty"`
-		KEDA      ChartOverride `json:"keda,omitempty"`
+		VLLMStack helm.Chart `json:"vllmStack,omitempty"`
+		KEDA      helm.Chart `json:"keda,omitempty"`
 	} `json:"charts,omitempty"`
+	// APIKey is the models' API key; empty generates one.
+	APIKey secret.Secret `json:"apiKey,omitempty"`
 }
 
-// ChartOverride replaces a pinned chart's version or repository.
-type ChartOverride struct {
-	Version string `json:"version,omitempty"`
-	Repo    string `json:"repo,omitempty"`
-}
+// Pinned charts. The vllm-stack chart runs the images the program sets
+// (Image, WaitImage); KEDA's run in their own namespace.
+var (
+	VLLMStackChart = helm.Chart{Name: "vllm-stack", Version: "0.1.12", Repo: "https://vllm-project.github.io/production-stack"}
+	KEDAChart      = helm.Chart{Name: "keda", Version: "2.20.2", Repo: "https://kedacore.github.io/charts",
+		Images: []string{"ghcr.io/kedacore/keda", "ghcr.io/kedacore/keda-metrics-apiserver", "ghcr.io/kedacore/keda-admission-webhooks"}}
+)
 
-// Chart applies an override to a pinned chart.
-func (c ChartOverride) Chart(pinned Chart) Chart {
-	if c.Version != "" {
-		pinned.Version = c.Version
-	}
-	if c.Repo != "" {
-		pinned.Repo = c.Repo
-	}
-	return pinned
-}
+// DefaultImage is the vLLM image.
+const DefaultImage = "vllm/vllm-openai:v0.11.0"
 
-// Defaults fills unset options; onAKS picks the storage class.
-func (o Options) Defaults(onAKS bool) Options {
-	or := func(v, d string) string {
-		if v == "" {
-			return d
-		}
-		return v
-	}
-	o.Namespace = or(o.Namespace, "models")
-	if onAKS {
-		o.StorageClass = or(o.StorageClass, "azurefile-csi-premium")
-	} else {
-		o.StorageClass = or(o.StorageClass, "cephfs")
-	}
-	if o.BandwidthMBps == 0 {
-		o.BandwidthMBps = 200
-	}
-	o.PrometheusAddress = or(o.PrometheusAddress, "http://prometheus-operated.monitoring.svc:9090")
+// Defaults fills unset options; storageClass is the target's RWX class.
+func (o Options) Defaults(storageClass string) Options {
+	o.Namespace = cmp.Or(o.Namespace, "models")
+	o.StorageClass = cmp.Or(o.StorageClass, storageClass)
+	o.BandwidthMBps = cmp.Or(o.BandwidthMBps, 200)
+	o.PrometheusAddress = cmp.Or(o.PrometheusAddress, "http://prometheus-operated.monitoring.svc:9090")
 	if o.InstallKEDA == nil {
 		t := true
 		o.InstallKEDA = &t
 	}
-	o.IngressNamespace = or(o.IngressNamespace, "ingress-nginx")
-	o.IngressClass = or(o.IngressClass, "nginx")
-	o.PrometheusNamespace = or(o.PrometheusNamespace, "monitoring")
-	o.ClusterIssuer = or(o.ClusterIssuer, "letsencrypt-prod")
-	if o.OffPeakStartHour == nil {
-		h := 22
-		o.OffPeakStartHour = &h
-	}
-	if o.OffPeakEndHour == nil {
-		h := 6
-		o.OffPeakEndHour = &h
-	}
-	o.Image = or(o.Image, "vllm/vllm-openai:v0.11.0")
+	o.IngressNamespace = cmp.Or(o.IngressNamespace, "ingress-nginx")
+	o.IngressClass = cmp.Or(o.IngressClass, "nginx")
+	o.PrometheusNamespace = cmp.Or(o.PrometheusNamespace, "monitoring")
+	o.ClusterIssuer = cmp.Or(o.ClusterIssuer, "letsencrypt-prod")
+	start, end := o.window()
+	o.OffPeakStartHour, o.OffPeakEndHour = &start, &end
+	o.Image = cmp.Or(o.Image, DefaultImage)
+	o.Charts.VLLMStack = VLLMStackChart.With(o.Charts.VLLMStack)
+	o.Charts.KEDA = KEDAChart.With(o.Charts.KEDA)
 	return o
+}
+
+// window is the off-peak window, 22:00-06:00 UTC unless configured.
+func (o Options) window() (start, end int) {
+	start, end = 22, 6
+	if o.OffPeakStartHour != nil {
+		start = *o.OffPeakStartHour
+	}
+	if o.OffPeakEndHour != nil {
+		end = *o.OffPeakEndHour
+	}
+	return start, end
 }
 
 // InOffPeak reports whether hour h (0-23) is in the window [start, end),
 // which may wrap midnight.
 func (o Options) InOffPeak(h int) bool {
-	s, e := *o.OffPeakStartHour, *o.OffPeakEndHour
+	s, e := o.window()
 	if s <= e {
 		return h >= s && h < e
 	}

@@ -1,19 +1,24 @@
 package serving
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/plain"
-	"github.com/natron/gpu-node-pools/components/platform"
 )
 
-// Engine is how one model is served, beyond its fit facts.
+// Engine is how one model is served, beyond its fit facts: decided once,
+// when the stack's plan is made, and read by every object of the model.
 type Engine struct {
 	Model
+	// Source is where the weights are downloaded from (s3:// or az://).
+	Source string
+	// Hostname is the public endpoint's name ("" for none).
+	Hostname string
 	// Pool is the pool the model runs on.
 	Pool gpupool.Pool
 	// MaxModelLen is vLLM's --max-model-len.
@@ -103,7 +108,7 @@ func VLLMValues(e Engine) map[string]any {
 		// chart's would need KEDA's CRDs known even when only rendering
 		"keda": map[string]any{"enabled": false},
 	}
-	return toMap(map[string]any{
+	return helm.Values(map[string]any{
 		"servingEngineSpec": map[string]any{
 			"enableEngine":   true,
 			"vllmApiKey":     map[string]any{"secretName": e.APIKeySecret, "secretKey": APIKeyField},
@@ -119,15 +124,6 @@ func VLLMValues(e Engine) map[string]any {
 		},
 		"routerSpec": map[string]any{"enableRouter": false},
 	})
-}
-
-// toMap normalises values to JSON shapes (numbers as float64), as Helm and
-// the tests see them.
-func toMap(v any) map[string]any {
-	b, _ := json.Marshal(v) // plain maps, strings and numbers only
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	return m
 }
 
 func imageRepo(image string) string {
@@ -176,7 +172,7 @@ func ScaledObject(ns string, e Engine) map[string]any {
 
 // EngineServiceMonitor scrapes a model's engine Service for vLLM's metrics.
 func EngineServiceMonitor(ns string, e Engine) map[string]any {
-	return platform.ServiceMonitor("model-"+e.Name, ns, e.ServiceMonitorLabels,
+	return kube.ServiceMonitor("model-"+e.Name, ns, e.ServiceMonitorLabels,
 		map[string]string{"app.kubernetes.io/instance": Release(e.Name), "app.kubernetes.io/component": "serving-engine"},
 		"service-port", "15s")
 }

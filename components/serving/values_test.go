@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/serving"
-	"github.com/natron/gpu-node-pools/stacks"
-	"github.com/natron/gpu-node-pools/tests/helmtest"
-	"github.com/natron/gpu-node-pools/tests/pulumitest"
-	"github.com/natron/gpu-node-pools/tests/stacktest"
+	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
 var get = helmtest.Get
@@ -21,18 +21,20 @@ var get = helmtest.Get
 // the API key from its Secret, queue-depth scaling and a ServiceMonitor.
 func TestVLLMStackRendersTheEngine(t *testing.T) {
 	t.Parallel()
-	// the prod stack's 70B model, exactly as the program serves it
-	cfg := stacktest.Config(t, "prod")
-	var m serving.ModelSpec
-	for _, x := range cfg.Models {
-		if x.Name == "llama3-70b" {
-			m = x
-		}
+	// a 70B model on an 8-GPU H100 AKS pool, as a production stack serves it
+	m := serving.ModelSpec{
+		Name: "llama3-70b", Pool: "h100x8", Source: "az://models/meta-llama/Meta-Llama-3-70B-Instruct",
+		ParametersB: 70, Dtype: "bfloat16", TensorParallel: 4, MaxModelLen: 8192, GPUMemoryUtilization: 0.9,
+		MinReplicas: 1, MaxReplicas: 4, QueueDepthTarget: 3, Hostname: "llama70b.acme.example",
 	}
-	pool := stacks.PoolFacts(cfg)[m.Pool]
-	o := cfg.Serving.Defaults(true)
+	sku, err := catalog.Azure.SKU(nil, "Standard_ND96isr_H100_v5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := gpupool.NewFacts(gpupool.Spec{Name: m.Pool, SKU: sku.Name, MaxNodes: 2}, sku)
+	o := serving.Options{}.Defaults("azurefile-csi-premium")
 	e := serving.NewEngine(m, pool, o, map[string]string{"release": "kube-prometheus-stack"}, "")
-	if misfits := serving.Fit(e.Model, pool); len(misfits) != 0 {
+	if misfits := serving.Fit(nil, e.Model, pool); len(misfits) != 0 {
 		t.Fatalf("the test model must fit: %+v", misfits)
 	}
 	archive := filepath.Join(pulumitest.SharedDir(t), "charts", "vllm-stack-0.1.12.tgz")
@@ -115,7 +117,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	}
 	// The NetworkPolicy must select the engine pods.
 	podLabels, _ := get(byKind["Deployment"][0], "spec", "template", "metadata", "labels").(map[string]any)
-	np := serving.NetworkPolicy("models", "llama3-70b", serving.Options{}.Defaults(false))
+	np := serving.NetworkPolicy("models", "llama3-70b", serving.Options{}.Defaults("cephfs"))
 	for k, v := range get(np, "spec", "podSelector", "matchLabels").(map[string]any) {
 		if podLabels[k] != v {
 			t.Errorf("NetworkPolicy selects %s=%v, engine pods have %v", k, v, podLabels[k])
@@ -130,8 +132,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 // and brings the ScaledObject CRD the engines' autoscaling needs.
 func TestKEDAChartRenders(t *testing.T) {
 	t.Parallel()
-	c := serving.KEDAChart
-	archive := filepath.Join(pulumitest.SharedDir(t), "charts", c.Name+"-"+c.Version+".tgz")
+	archive := serving.KEDAChart.Archive(filepath.Join(pulumitest.SharedDir(t), "charts"))
 	objs := helmtest.RenderChart(t, archive, "keda", "keda", map[string]any{}, true)
 	var operator, crd bool
 	for _, o := range objs {

@@ -1,0 +1,200 @@
+package serving
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/components/check"
+)
+
+// Name limits: the chart names a model's Service vllm-<m>-<m>-engine-service
+// (63 characters at most); a CronJob name has at most 52.
+const (
+	MaxModelName = 21
+	MaxBatchName = 52
+)
+
+// Validate checks the storage block.
+func (s *Storage) Validate(p *field.Path) field.ErrorList {
+	if s == nil {
+		return field.ErrorList{check.Required(p, "required with models: where the weights live (kind s3 or azureBlob)")}
+	}
+	var errs field.ErrorList
+	switch s.Kind {
+	case S3:
+		if !strings.HasPrefix(s.Endpoint, "https://") && !strings.HasPrefix(s.Endpoint, "http://") {
+			errs = append(errs, check.Invalid(p.Child("endpoint"), s.Endpoint, "must be the S3 endpoint URL (Ceph or any S3-compatible store)"))
+		}
+		if s.AccessKey == "" || s.SecretKey == "" {
+			errs = append(errs, check.Required(p.Child("accessKey"), "accessKey and secretKey are required for s3, as secrets (pulumi config set --secret --path ...)"))
+		}
+	case AzureBlob:
+		if !check.DNSLabel(s.Account) {
+			errs = append(errs, check.Invalid(p.Child("account"), s.Account, "must be the storage account name"))
+		}
+		if s.AccountKey == "" && s.ClientID == "" {
+			errs = append(errs, check.Required(p.Child("accountKey"), "azureBlob needs an accountKey (a secret) or the clientId of a managed identity for workload identity"))
+		}
+	default:
+		errs = append(errs, check.NotSupported(p.Child("kind"), s.Kind, StorageKinds))
+	}
+	return errs
+}
+
+// scheme is the source URL scheme of a storage kind's models.
+func scheme(kind string) string {
+	return map[string]string{S3: "s3://", AzureBlob: "az://"}[kind]
+}
+
+// Validate checks the serving options as written.
+func (o Options) Validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if o.Namespace != "" && !check.DNSLabel(o.Namespace) {
+		errs = append(errs, check.Invalid(p.Child("namespace"), o.Namespace, "must be a DNS label"))
+	}
+	if o.BandwidthMBps < 0 {
+		errs = append(errs, check.Invalid(p.Child("bandwidthMBps"), o.BandwidthMBps, "must be > 0 MB/s"))
+	}
+	if a := o.PrometheusAddress; a != "" && !strings.HasPrefix(a, "http://") && !strings.HasPrefix(a, "https://") {
+		errs = append(errs, check.Invalid(p.Child("prometheusAddress"), a, "must be an http(s) URL"))
+	}
+	hourOK := true
+	for _, h := range []struct {
+		key string
+		v   *int
+	}{{"offPeakStartHour", o.OffPeakStartHour}, {"offPeakEndHour", o.OffPeakEndHour}} {
+		if h.v != nil && (*h.v < 0 || *h.v > 23) {
+			errs = append(errs, check.Invalid(p.Child(h.key), *h.v, "must be an hour 0-23 (UTC)"))
+			hourOK = false
+		}
+	}
+	if start, end := o.window(); hourOK && start == end {
+		errs = append(errs, check.Invalid(p.Child("offPeakEndHour"), end, "must differ from offPeakStartHour (%d)", start))
+	}
+	charts := p.Child("charts")
+	errs = append(errs, o.Charts.VLLMStack.Validate(charts.Child("vllmStack"), VLLMStackChart.Version)...)
+	errs = append(errs, o.Charts.KEDA.Validate(charts.Child("keda"), VLLMStackChart.Version)...)
+	return errs
+}
+
+// SizeFields are the keys the fit check reads: it runs only when none of
+// them was reported, so that one mistake gives one problem.
+var SizeFields = []string{"parametersB", "weightsGB", "dtype", "tensorParallel", "gpuMemoryUtilization", "maxReplicas"}
+
+// Validate checks a model as written; storageKind is the weights store's
+// kind ("" when there is none).
+func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
+	var errs field.ErrorList
+	if !check.DNSLabel(m.Name) || len(m.Name) > MaxModelName {
+		errs = append(errs, check.Invalid(p.Child("name"), m.Name, "must be a DNS label of at most %d characters", MaxModelName))
+	}
+	if want := scheme(storageKind); want != "" && (!strings.HasPrefix(m.Source, want) || len(m.Source) <= len(want)) {
+		errs = append(errs, check.Invalid(p.Child("source"), m.Source, "must be a %s<bucket>/<path> URL of the %s store", want, storageKind))
+	}
+	switch {
+	case m.ParametersB > 0 && m.WeightsGB > 0:
+		errs = append(errs, check.Invalid(p.Child("weightsGB"), m.WeightsGB, "set parametersB or weightsGB, not both"))
+	case m.ParametersB <= 0 && m.WeightsGB <= 0:
+		errs = append(errs, check.Invalid(p.Child("parametersB"), m.ParametersB, "required: billions of parameters (or weightsGB instead)"))
+	}
+	if _, known := BytesPerParameter[m.Dtype]; !known {
+		errs = append(errs, check.NotSupported(p.Child("dtype"), m.Dtype, Dtypes))
+	}
+	if m.TensorParallel < 1 {
+		errs = append(errs, check.Invalid(p.Child("tensorParallel"), m.TensorParallel, "must be >= 1"))
+	}
+	if m.MaxModelLen < 1 || m.MaxModelLen > 1<<20 {
+		errs = append(errs, check.Invalid(p.Child("maxModelLen"), m.MaxModelLen, "must be between 1 and %d tokens", 1<<20))
+	}
+	if u := m.GPUMemoryUtilization; u <= 0 || u > 0.98 {
+		errs = append(errs, check.Invalid(p.Child("gpuMemoryUtilization"), u, "must be above 0 and at most 0.98 (vLLM needs some headroom)"))
+	}
+	if m.MinReplicas < 0 {
+		errs = append(errs, check.Invalid(p.Child("minReplicas"), m.MinReplicas, "must be >= 0 (0 scales to zero)"))
+	}
+	if m.MaxReplicas < max(1, m.MinReplicas) {
+		errs = append(errs, check.Invalid(p.Child("maxReplicas"), m.MaxReplicas, "must be >= 1 and >= minReplicas (%d)", m.MinReplicas))
+	}
+	if m.QueueDepthTarget < 1 {
+		errs = append(errs, check.Invalid(p.Child("queueDepthTarget"), m.QueueDepthTarget, "must be >= 1 waiting request per replica"))
+	}
+	// a public name the API server accepts as an Ingress host
+	if h := m.Hostname; h != "" && (!check.DNSSubdomain(h) || !strings.Contains(h, ".")) {
+		errs = append(errs, check.Invalid(p.Child("hostname"), h, "must be a DNS name such as llama.acme.example"))
+	}
+	return errs
+}
+
+// Validate checks a batch job as written; o are the options with their
+// off-peak window.
+func (j BatchJobSpec) Validate(p *field.Path, o Options) field.ErrorList {
+	var errs field.ErrorList
+	if !check.DNSLabel(j.Name) || len(j.Name) > MaxBatchName {
+		errs = append(errs, check.Invalid(p.Child("name"), j.Name, "must be a DNS label of at most %d characters", MaxBatchName))
+	}
+	if strings.TrimSpace(j.Image) == "" {
+		errs = append(errs, check.Invalid(p.Child("image"), j.Image, "required: the job's container image"))
+	}
+	if j.GPUs < 1 {
+		errs = append(errs, check.Invalid(p.Child("gpus"), j.GPUs, "must be at least 1"))
+	}
+	if j.DeadlineMinutes < 0 || j.DeadlineMinutes > 24*60 {
+		errs = append(errs, check.Invalid(p.Child("deadlineMinutes"), j.DeadlineMinutes, "must be between 1 and 1440 (0: 240)"))
+	}
+	if msg := offPeakSchedule(j.Schedule, o); msg != "" {
+		errs = append(errs, check.Invalid(p.Child("schedule"), j.Schedule, "%s", msg))
+	}
+	return errs
+}
+
+var cronFieldRe = []*regexp.Regexp{
+	regexp.MustCompile(`^(\*|[0-9,\-/*]+)$`), // minute
+	regexp.MustCompile(`^[0-9,\-]+$`),        // hour: explicit hours only
+	regexp.MustCompile(`^(\*|[0-9,\-/*]+)$`), // day of month
+	regexp.MustCompile(`^(\*|[0-9,\-/*]+)$`), // month
+	regexp.MustCompile(`^(\*|[0-9,\-/*]+)$`), // day of week
+}
+
+// offPeakSchedule checks a five-field cron schedule whose hours all fall in
+// the off-peak window; it returns what is wrong, or "".
+func offPeakSchedule(s string, o Options) string {
+	start, end := o.window()
+	window := fmt.Sprintf("off-peak hours %02d:00-%02d:00 UTC", start, end)
+	fields := strings.Fields(s)
+	if len(fields) != 5 {
+		return "must be a five-field cron schedule (minute hour day month weekday)"
+	}
+	for i, f := range fields {
+		if !cronFieldRe[i].MatchString(f) {
+			if i == 1 {
+				return "must name its hours explicitly (such as 2 or 1-3), all within the " + window
+			}
+			return fmt.Sprintf("field %d (%s) is not a cron field", i+1, f)
+		}
+	}
+	var hours []int
+	for _, part := range strings.Split(fields[1], ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		b := a
+		var err2 error
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || a < 0 || b > 23 || a > b {
+			return "has an invalid hour " + part
+		}
+		for h := a; h <= b; h++ {
+			hours = append(hours, h)
+		}
+	}
+	if slices.ContainsFunc(hours, func(h int) bool { return !o.InOffPeak(h) }) {
+		return "must run within the " + window + " so that batch work does not compete with serving"
+	}
+	return ""
+}

@@ -1,0 +1,108 @@
+// Package automation drives customer stacks from Go through Pulumi's
+// Automation API (single stacks and fleets), running the very program
+// main.go runs, and loads a customer's stack file into a typed config.
+package automation
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+
+	"github.com/natron/gpu-node-pools/stacks/config"
+)
+
+// Engine says how internal tools reach the Pulumi engine for customer stacks.
+type Engine struct {
+	// BackendURL is where state lives: file:///abs/dir, s3://..., or a
+	// Pulumi Cloud URL.
+	BackendURL string
+	// SecretsProvider is "passphrase" (PULUMI_CONFIG_PASSPHRASE in Env) or
+	// a KMS URL such as azurekeyvault://... .
+	SecretsProvider string
+	// Env is extra environment for the engine: the passphrase, Azure
+	// credentials. It never goes to logs.
+	Env map[string]string
+	// PulumiRoot is the directory whose bin/ holds the pulumi CLI and the
+	// plugins (the toolchain installer's output, minus /bin). Empty: PATH.
+	PulumiRoot string
+	// WorkDir keeps each stack's settings (its encryption salt) between
+	// calls, in WorkDir/<stack>. Empty: a per-user cache directory.
+	WorkDir string
+	// Progress receives the engine's human-readable output of every stack.
+	Progress io.Writer
+	// OnEvent receives every engine event, tagged with its stack.
+	OnEvent func(stack string, e events.EngineEvent)
+}
+
+// env is the engine's environment: the toolchain on PATH, no plugin
+// downloads, the backend, and the caller's settings.
+func (e Engine) env() (map[string]string, []auto.LocalWorkspaceOption, error) {
+	env := map[string]string{
+		// The toolchain ships the plugins; never try to download one.
+		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
+	}
+	if e.BackendURL != "" {
+		env["PULUMI_BACKEND_URL"] = e.BackendURL
+	}
+	for k, v := range e.Env {
+		env[k] = v
+	}
+	var opts []auto.LocalWorkspaceOption
+	if e.PulumiRoot != "" {
+		bin := filepath.Join(e.PulumiRoot, "bin")
+		// Plugins are found on PATH (as ambient plugins), not beside the CLI.
+		env["PATH"] = bin + string(os.PathListSeparator) + os.Getenv("PATH")
+		cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: e.PulumiRoot})
+		if err != nil {
+			return nil, nil, fmt.Errorf("pulumi CLI in %s: %w", bin, err)
+		}
+		opts = append(opts, auto.Pulumi(cmd))
+	}
+	return env, append(opts, auto.EnvVars(env)), nil
+}
+
+// workspaceOptions are an inline stack's workspace: its own work directory
+// (which keeps its settings, the encryption salt), the secrets provider and
+// the project.
+func (e Engine) workspaceOptions(name string) ([]auto.LocalWorkspaceOption, error) {
+	_, opts, err := e.env()
+	if err != nil {
+		return nil, err
+	}
+	dir := e.WorkDir
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = filepath.Join(base, "gpu-node-pools", "workspaces")
+	}
+	dir = filepath.Join(dir, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	secrets := e.SecretsProvider
+	if secrets == "" {
+		secrets = "passphrase"
+	}
+	return append(opts,
+		auto.WorkDir(dir),
+		auto.SecretsProvider(secrets),
+		auto.Project(workspace.Project{Name: tokens.PackageName(config.Namespace), Runtime: workspace.NewProjectRuntimeInfo("go", nil)}),
+	), nil
+}
+
+// progress is where the engine's human-readable output goes.
+func (e Engine) progress() []io.Writer {
+	if e.Progress == nil {
+		return nil
+	}
+	return []io.Writer{e.Progress}
+}

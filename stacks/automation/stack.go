@@ -1,0 +1,180 @@
+package automation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/plan"
+)
+
+var stackNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
+
+// Stack is one customer stack driven through the Automation API. It runs
+// the very Program that main.go runs.
+type Stack struct {
+	name       string
+	engine     Engine
+	stack      auto.Stack
+	renderOnly bool
+}
+
+// OpenStack validates cfg and then creates or selects the stack and writes
+// its config. An invalid config fails here, before the engine starts.
+func OpenStack(ctx context.Context, name string, cfg *config.Config, e Engine) (*Stack, error) {
+	return openStack(ctx, name, cfg, stacks.Program, e)
+}
+
+// OpenWorkloadStack is OpenStack for stacks.WorkloadProgram: the stack's
+// Kubernetes side applied to the cluster kubeconfig reaches, without pools.
+func OpenWorkloadStack(ctx context.Context, name string, cfg *config.Config, kubeconfig secret.Secret, e Engine) (*Stack, error) {
+	if cfg != nil && cfg.RenderDir != "" {
+		return nil, fmt.Errorf("stack %s: a workload stack applies to the cluster its kubeconfig reaches; unset renderDir, got %q", name, cfg.RenderDir)
+	}
+	if kubeconfig == "" {
+		return nil, fmt.Errorf("stack %s: a workload stack needs the cluster's kubeconfig", name)
+	}
+	return openStack(ctx, name, cfg, stacks.WorkloadProgram(kubeconfig), e)
+}
+
+func openStack(ctx context.Context, name string, cfg *config.Config, program pulumi.RunFunc, e Engine) (*Stack, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("stack %s: config is required", name)
+	}
+	if _, err := plan.Resolve(cfg, name); err != nil {
+		return nil, fmt.Errorf("stack %s: %w", name, err)
+	}
+	if !stackNameRe.MatchString(name) {
+		return nil, fmt.Errorf("stack %q: a stack name is 1-100 letters, digits, '-', '_' or '.'", name)
+	}
+	cm, err := ConfigMap(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: %w", name, err)
+	}
+	opts, err := e.workspaceOptions(name)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: %w", name, err)
+	}
+	s, err := auto.UpsertStackInlineSource(ctx, name, config.Namespace, program, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: select or create: %w", name, err)
+	}
+	if err := replaceConfig(ctx, s, cm); err != nil {
+		return nil, fmt.Errorf("stack %s: config: %w", name, err)
+	}
+	return &Stack{name: name, engine: e, stack: s, renderOnly: cfg.RenderDir != ""}, nil
+}
+
+// Name is the stack's name.
+func (s *Stack) Name() string { return s.name }
+
+// events returns a channel for one operation that forwards to OnEvent, and
+// finish, which waits until the engine has closed it. An operation that
+// failed early (a canceled context, say) may never close it: finish then
+// gives up after a short grace instead of blocking the caller.
+func (s *Stack) events() (ch chan events.EngineEvent, finish func(opErr error)) {
+	ch = make(chan events.EngineEvent)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range ch {
+			if s.engine.OnEvent != nil {
+				s.engine.OnEvent(s.name, e)
+			}
+		}
+	}()
+	return ch, func(opErr error) {
+		if opErr == nil {
+			<-done
+			return
+		}
+		select {
+		case <-done:
+		case <-time.After(eventsGrace):
+		}
+	}
+}
+
+// eventsGrace is how long a failed operation's last events may take.
+const eventsGrace = 2 * time.Second
+
+// Preview shows what an up would change, by operation.
+func (s *Stack) Preview(ctx context.Context) (map[apitype.OpType]int, error) {
+	ch, finish := s.events()
+	res, err := s.stack.Preview(ctx, optpreview.EventStreams(ch), optpreview.ProgressStreams(s.engine.progress()...), optpreview.Diff())
+	finish(err)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: preview: %w", s.name, err)
+	}
+	return res.ChangeSummary, nil
+}
+
+// Up applies the stack and returns its outputs.
+func (s *Stack) Up(ctx context.Context) (auto.OutputMap, map[string]int, error) {
+	ch, finish := s.events()
+	res, err := s.stack.Up(ctx, optup.EventStreams(ch), optup.ProgressStreams(s.engine.progress()...))
+	finish(err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stack %s: up: %w", s.name, err)
+	}
+	return res.Outputs, changes(res.Summary.ResourceChanges), nil
+}
+
+// ErrRenderOnly is returned by Refresh for a stack with renderDir: its
+// objects exist only as files, so there is no cluster to read them from.
+var ErrRenderOnly = errors.New("the stack renders to files (renderDir): there is no cluster to refresh from")
+
+// Refresh reads the real state of the stack's resources into its state.
+func (s *Stack) Refresh(ctx context.Context) (map[string]int, error) {
+	if s.renderOnly {
+		return nil, fmt.Errorf("stack %s: refresh: %w", s.name, ErrRenderOnly)
+	}
+	ch, finish := s.events()
+	res, err := s.stack.Refresh(ctx, optrefresh.EventStreams(ch), optrefresh.ProgressStreams(s.engine.progress()...))
+	finish(err)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: refresh: %w", s.name, err)
+	}
+	return changes(res.Summary.ResourceChanges), nil
+}
+
+// Destroy deletes every resource of the stack (protected ones refuse).
+func (s *Stack) Destroy(ctx context.Context) (map[string]int, error) {
+	ch, finish := s.events()
+	res, err := s.stack.Destroy(ctx, optdestroy.EventStreams(ch), optdestroy.ProgressStreams(s.engine.progress()...))
+	finish(err)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: destroy: %w", s.name, err)
+	}
+	return changes(res.Summary.ResourceChanges), nil
+}
+
+// Outputs returns the stack's outputs; secret ones are marked Secret.
+func (s *Stack) Outputs(ctx context.Context) (auto.OutputMap, error) {
+	out, err := s.stack.Outputs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: outputs: %w", s.name, err)
+	}
+	return out, nil
+}
+
+func changes(m *map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return *m
+}

@@ -1,0 +1,206 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/stacks/target"
+	"github.com/natron/gpu-node-pools/stacks/target/registry"
+)
+
+// Block is one top-level config key: where it goes in Config, whether its
+// value holds secrets, and its own validation. The table of blocks is the
+// one list of keys: Pulumi.yaml declares them, decoding accepts them, the
+// Automation API writes them.
+type Block struct {
+	Key string
+	// Scalar keys are plain strings; the others are JSON objects or lists.
+	Scalar bool
+	// get and set reach the Config field of a scalar key.
+	get func(c *Config) string
+	set func(c *Config, v string, p *field.Path) field.ErrorList
+	// field is a pointer to the Config field of an object or list; nil
+	// when the block is unset and cannot be (another target's block).
+	field func(c *Config) any
+	// into is where decoding writes, when field may be nil.
+	into func(c *Config) any
+	// Secret reports whether the block, as the config holds it, carries a
+	// secret value (the Automation API then writes it as a secret).
+	Secret func(c *Config) bool
+	// validate checks the decoded block; ok reports which list items
+	// decoded cleanly (validating the rest would only repeat a problem).
+	validate func(c *Config, p *field.Path, ok func(*field.Path) bool) field.ErrorList
+}
+
+func never(*Config) bool { return false }
+
+// Blocks are the config blocks in documentation order.
+func Blocks() []Block {
+	bs := []Block{{
+		Key: "target", Scalar: true, Secret: never,
+		get: func(c *Config) string { return c.Target },
+		set: func(c *Config, v string, _ *field.Path) field.ErrorList { c.Target = v; return nil },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			if c.Target == "" {
+				return field.ErrorList{check.Invalid(p, c.Target, "required; allowed values: %s", strings.Join(registry.Names(), ", "))}
+			}
+			if _, ok := registry.Lookup(c.Target); !ok {
+				return field.ErrorList{check.NotSupported(p, c.Target, registry.Names())}
+			}
+			return nil
+		},
+	}}
+	for _, t := range registry.All() {
+		bs = append(bs, clusterBlock(t))
+	}
+	return append(bs, Block{
+		Key: "renderDir", Scalar: true, Secret: never,
+		get: func(c *Config) string { return c.RenderDir },
+		set: func(c *Config, v string, _ *field.Path) field.ErrorList { c.RenderDir = v; return nil },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			if c.RenderDir != "" && strings.TrimSpace(c.RenderDir) == "" {
+				return field.ErrorList{check.Invalid(p, c.RenderDir, "must be a directory path")}
+			}
+			return nil
+		},
+	}, Block{
+		Key: "protect", Scalar: true, Secret: never,
+		get: func(c *Config) string {
+			if c.Protect == nil {
+				return ""
+			}
+			return fmt.Sprint(*c.Protect)
+		},
+		set: func(c *Config, v string, p *field.Path) field.ErrorList {
+			switch v {
+			case "", "auto":
+				c.Protect = nil
+			case "true", "false":
+				b := v == "true"
+				c.Protect = &b
+			default:
+				return field.ErrorList{check.Invalid(p, v, "must be true, false or auto")}
+			}
+			return nil
+		},
+	}, Block{
+		Key: "pools", Secret: never, field: func(c *Config) any { return &c.Pools },
+		validate: validatePools,
+	}, Block{
+		Key: "platform", Secret: never, field: func(c *Config) any { return &c.Platform },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			errs := c.Platform.Validate(p)
+			if t, ok := registry.Lookup(c.Target); ok {
+				errs = append(errs, t.ValidatePlatform(p, c.Platform)...)
+			}
+			return errs
+		},
+	}, Block{
+		Key: "storage", Secret: func(c *Config) bool { return c.Storage.HasSecrets() }, field: func(c *Config) any { return &c.Storage },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			if len(c.Models) == 0 {
+				return nil // read only by the weight downloads
+			}
+			return c.Storage.Validate(p)
+		},
+	}, Block{
+		Key: "serving", Secret: func(c *Config) bool { return c.Serving.APIKey != "" }, field: func(c *Config) any { return &c.Serving },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList { return c.Serving.Validate(p) },
+	}, Block{
+		Key: "models", Secret: never, field: func(c *Config) any { return &c.Models },
+		validate: validateModels,
+	}, Block{
+		Key: "batchJobs", Secret: never, field: func(c *Config) any { return &c.BatchJobs },
+		validate: validateBatchJobs,
+	}, Block{
+		Key: "policies", Secret: never, field: func(c *Config) any { return &c.Policies },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			return c.Policies.Validate(p)
+		},
+	})
+}
+
+// clusterBlock is a target's own block: required with that target, refused
+// with another.
+func clusterBlock(t target.Target) Block {
+	name := string(t.Name())
+	mine := func(c *Config) bool { return c.Target == name }
+	return Block{
+		Key:    name,
+		Secret: func(c *Config) bool { return mine(c) && c.Cluster != nil && c.Cluster.HasSecrets() },
+		field: func(c *Config) any {
+			if !mine(c) || c.Cluster == nil {
+				return nil
+			}
+			return c.Cluster
+		},
+		into: func(c *Config) any {
+			if !mine(c) {
+				return t.NewCluster() // decoded for its problems, then dropped
+			}
+			if c.Cluster == nil {
+				c.Cluster = t.NewCluster()
+			}
+			return c.Cluster
+		},
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			switch want := t.NewCluster(); {
+			case !mine(c):
+				return nil
+			case c.Cluster == nil:
+				return field.ErrorList{check.Required(p, "required when target is %s (%s)", name, strings.Join(requiredKeys(want), ", "))}
+			case reflect.TypeOf(c.Cluster) != reflect.TypeOf(want):
+				return field.ErrorList{check.Invalid(p, fmt.Sprintf("%T", c.Cluster), "must be the %s block, a %T", name, want)}
+			}
+			return c.Cluster.Validate(p, c.RenderDir != "")
+		},
+	}
+}
+
+// Keys are the top-level keys, in documentation order.
+func Keys() []string {
+	var out []string
+	for _, b := range Blocks() {
+		out = append(out, b.Key)
+	}
+	return out
+}
+
+// Value is one encoded key, as a stack file holds it.
+type Value struct {
+	Key    string // full key, gpu-node-pools:<block>
+	Value  string // a scalar, or JSON
+	Secret bool
+}
+
+// Encode renders a typed config as stack config: the same keys and values
+// as a Pulumi.<stack>.yaml. Blocks left unset are left out.
+func Encode(c *Config) ([]Value, error) {
+	var out []Value
+	for _, b := range Blocks() {
+		if b.Scalar {
+			if v := b.get(c); v != "" {
+				out = append(out, Value{Key: Key(b.Key), Value: v})
+			}
+			continue
+		}
+		f := b.field(c)
+		if f == nil {
+			continue
+		}
+		j, err := json.Marshal(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", Key(b.Key), err)
+		}
+		if unset(string(j)) {
+			continue
+		}
+		out = append(out, Value{Key: Key(b.Key), Value: string(j), Secret: b.Secret(c)})
+	}
+	return out, nil
+}

@@ -1,0 +1,79 @@
+// Package plan turns a stack's config into its one resolved plan: the
+// target, every default, each pool's node shape and facts, each model's
+// engine and each batch job, the policies and the stack's own images, each
+// decided here once. The program, the Automation API and every component
+// read the plan and decide none of it again.
+package plan
+
+import (
+	"strings"
+
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/policy"
+	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/target"
+)
+
+// ChartDirEnv is read when platform.chartDir is not set: a local directory
+// of chart archives for offline rendering (tests, these build machines).
+const ChartDirEnv = "GPU_NODE_POOLS_CHART_DIR"
+
+// Plan is a stack as it will be built.
+type Plan struct {
+	// Stack is the stack's name.
+	Stack string
+	// Target is where the GPU nodes come from, and Cluster its config block.
+	Target  target.Target
+	Cluster target.Cluster
+	// RenderDir, when set, makes the providers write YAML instead.
+	RenderDir string
+	// Protect keeps pulumi from deleting the pools.
+	Protect bool
+	// Pools are the pools in config order, with node shapes and facts.
+	Pools []gpupool.Resolved
+	// Platform is the defaulted platform layer, its chart directory
+	// resolved.
+	Platform platform.Spec
+	// Serving is model serving and batch work; nil without either.
+	Serving *serving.Plan
+	// Policies are the resolved policies; nil when switched off.
+	Policies *policy.Resolved
+	// Images are the images the stack runs itself.
+	Images []policy.Image
+}
+
+// Facts are the pools' facts in config order.
+func (p *Plan) Facts() []gpupool.Pool {
+	out := make([]gpupool.Pool, len(p.Pools))
+	for i, r := range p.Pools {
+		out[i] = r.Facts
+	}
+	return out
+}
+
+// Load decodes raw stack config (keys without their namespace, values as
+// Pulumi hands them to programs) and resolves it for the stack. Every
+// problem comes back at once in a *ConfigError.
+func Load(raw map[string]string, stack string) (*Plan, error) {
+	cfg, decoded := config.Decode(raw)
+	return resolve(cfg, stack, decoded)
+}
+
+// Resolve validates a typed config (as the Automation API builds it) and
+// resolves it for the stack.
+func Resolve(cfg *config.Config, stack string) (*Plan, error) {
+	if cfg == nil {
+		cfg = &config.Config{}
+	}
+	return resolve(cfg, stack, nil)
+}
+
+// protect is on when asked for, else for stacks named prod*.
+func protect(cfg *config.Config, stack string) bool {
+	if cfg.Protect != nil {
+		return *cfg.Protect
+	}
+	return strings.HasPrefix(stack, "prod")
+}

@@ -1,0 +1,220 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/policy"
+	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/target"
+	"github.com/natron/gpu-node-pools/stacks/target/registry"
+)
+
+// resolver makes one plan. decoded are decoding's problems (a list item
+// that did not decode is known by name only); errs are every problem so
+// far, decoding's and the blocks' own, to which resolving adds its own. A
+// check whose input was reported is skipped: one mistake, one problem.
+type resolver struct {
+	cfg     *config.Config
+	decoded field.ErrorList
+	errs    field.ErrorList
+	// pools are the resolved pools' facts by name; a name that maps to
+	// nil is a pool that exists but could not be resolved.
+	pools map[string]*gpupool.Pool
+}
+
+func key(k string) *field.Path { return field.NewPath(config.Key(k)) }
+
+func (r *resolver) reported(p *field.Path) bool { return check.Reported(r.errs, p) }
+func (r *resolver) broken(p *field.Path) bool   { return check.Reported(r.decoded, p) }
+func (r *resolver) add(errs ...*field.Error)    { r.errs = append(r.errs, errs...) }
+
+func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, error) {
+	r := &resolver{cfg: cfg, decoded: decoded, pools: map[string]*gpupool.Pool{}}
+	r.errs = append(append(r.errs, decoded...), config.Validate(cfg, decoded)...)
+	t, ok := registry.Lookup(cfg.Target)
+	if !ok { // reported by the target block
+		return nil, newConfigError(r.errs)
+	}
+	d := t.Defaults()
+	p := &Plan{Stack: stack, Target: t, Cluster: cfg.Cluster, RenderDir: cfg.RenderDir, Protect: protect(cfg, stack)}
+	p.Pools = r.resolvePools(t)
+
+	p.Platform = cfg.Platform.Defaults(d.GPUStack)
+	p.Platform.ChartDir = cmp.Or(p.Platform.ChartDir, os.Getenv(ChartDirEnv))
+	options := cfg.Serving.Defaults(d.StorageClass)
+	p.Serving = r.resolveServing(p, options)
+	if cfg.Policies.On() {
+		pol := cfg.Policies.Resolve(policy.Scope{PlatformNamespace: p.Platform.Namespace, ServingNamespace: options.Namespace})
+		p.Policies = &pol
+	}
+	p.Images = ownImages(p, options)
+	if p.Policies != nil && !r.broken(key("platform")) && !r.broken(key("serving")) && !r.broken(key("batchJobs")) {
+		r.add(p.Policies.CheckImages(key("policies").Child("allowedRegistries", "registries"), p.Images)...)
+	}
+	if !r.broken(key("platform")) && !r.reported(key("platform").Child("gpuStack")) {
+		r.checkChartDir(p)
+	}
+	if len(r.errs) > 0 {
+		return nil, newConfigError(r.errs)
+	}
+	return p, nil
+}
+
+// resolvePools looks each pool's node shape up in the target's catalog
+// section (the one SKU lookup of the program) and makes its facts. A pool
+// with a problem is known by name, without facts.
+func (r *resolver) resolvePools(t target.Target) []gpupool.Resolved {
+	var out []gpupool.Resolved
+	for i, s := range r.cfg.Pools {
+		ip := key("pools").Index(i)
+		r.pools[s.Name] = nil
+		if r.broken(ip) {
+			continue
+		}
+		sku, err := t.Catalog().SKU(ip.Child("sku"), s.SKU)
+		if err != nil {
+			r.add(err)
+			continue
+		}
+		if !r.reported(ip.Child("migProfile")) {
+			r.add(s.ValidateSKU(ip, sku)...)
+		}
+		if r.reported(ip) {
+			continue
+		}
+		pool := gpupool.Resolve(s, sku)
+		out = append(out, pool)
+		r.pools[s.Name] = &pool.Facts
+	}
+	return out
+}
+
+// pool finds the pool a model or batch job names; known is false (and
+// reported) when there is no such pool, facts nil when the pool has a
+// problem of its own.
+func (r *resolver) pool(p *field.Path, name string) (facts *gpupool.Pool, known bool) {
+	facts, known = r.pools[name]
+	if !known {
+		names := make([]string, len(r.cfg.Pools))
+		for i, s := range r.cfg.Pools {
+			names[i] = s.Name
+		}
+		r.add(check.Invalid(p, name, "must name one of the pools (%s)", strings.Join(names, ", ")))
+	}
+	return facts, known
+}
+
+// resolveServing makes each model's engine (with the fit check against
+// its pool) and each batch job.
+func (r *resolver) resolveServing(p *Plan, o serving.Options) *serving.Plan {
+	cfg := r.cfg
+	if len(cfg.Models) == 0 && len(cfg.BatchJobs) == 0 {
+		return nil
+	}
+	runtime := p.Platform.RuntimeClass()
+	sp := &serving.Plan{Options: o, Storage: cfg.Storage, ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != ""}
+	for i, m := range cfg.Models {
+		ip := key("models").Index(i)
+		if r.broken(ip) {
+			continue
+		}
+		facts, _ := r.pool(ip.Child("pool"), m.Pool)
+		if facts == nil || r.reportedAny(ip, serving.SizeFields) {
+			continue
+		}
+		r.add(serving.Fit(ip, m.Model(), *facts)...)
+		sp.Engines = append(sp.Engines, serving.NewEngine(m, *facts, o, p.Platform.Monitoring.ServiceMonitorLabels, runtime))
+	}
+	for i, j := range cfg.BatchJobs {
+		ip := key("batchJobs").Index(i)
+		if r.broken(ip) {
+			continue
+		}
+		facts, _ := r.pool(ip.Child("pool"), j.Pool)
+		if facts == nil {
+			continue
+		}
+		if !r.reported(ip.Child("gpus")) && j.GPUs > facts.GPUResourcesPerNode {
+			r.add(check.Invalid(ip.Child("gpus"), j.GPUs, "must be between 1 and the %d GPUs of one %s node", facts.GPUResourcesPerNode, j.Pool))
+		}
+		sp.Jobs = append(sp.Jobs, serving.NewJob(j, *facts, runtime))
+	}
+	return sp
+}
+
+func (r *resolver) reportedAny(p *field.Path, keys []string) bool {
+	for _, k := range keys {
+		if r.reported(p.Child(k)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownImages are the images the stack runs in the policies' scope, with
+// what runs them: the platform layer's charts, the model servers and
+// their helpers, the batch jobs.
+func ownImages(p *Plan, o serving.Options) []policy.Image {
+	var out []policy.Image
+	for _, c := range p.Platform.Installed() {
+		for _, img := range c.Images {
+			out = append(out, policy.Image{Ref: img, By: "the " + string(p.Platform.GPUStack) + " platform layer"})
+		}
+	}
+	if p.Serving == nil {
+		return out
+	}
+	if len(p.Serving.Engines) > 0 {
+		out = append(out,
+			policy.Image{Ref: o.Image, By: config.Key("serving.image")},
+			policy.Image{Ref: serving.RcloneImage, By: "the weight download Job"},
+			policy.Image{Ref: serving.WaitImage, By: "the model servers' wait-for-weights init container"})
+	}
+	for i, j := range p.Serving.Jobs {
+		if j.Image != "" {
+			out = append(out, policy.Image{Ref: j.Image, By: config.Key(fmt.Sprintf("batchJobs[%d].image", i))})
+		}
+	}
+	return out
+}
+
+// charts are the charts the stack installs.
+func charts(p *Plan) []helm.Chart {
+	out := p.Platform.Installed()
+	if s := p.Serving; s != nil && len(s.Engines) > 0 {
+		out = append(out, s.Options.Charts.VLLMStack)
+		if *s.Options.InstallKEDA && !s.Rendering {
+			out = append(out, s.Options.Charts.KEDA)
+		}
+	}
+	return out
+}
+
+// checkChartDir fails early, naming each missing archive, rather than in
+// the middle of an up.
+func (r *resolver) checkChartDir(p *Plan) {
+	dir := p.Platform.ChartDir
+	if dir == "" {
+		return
+	}
+	at := key("platform").Child("chartDir")
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		r.add(check.Invalid(at, dir, "must be a directory of chart archives (or set %s)", ChartDirEnv))
+		return
+	}
+	for _, c := range charts(p) {
+		if _, err := os.Stat(c.Archive(dir)); err != nil {
+			r.add(check.Invalid(at, dir, "has no %s: put the chart archive there", filepath.Base(c.Archive(dir))))
+		}
+	}
+}

@@ -1,0 +1,117 @@
+// Package aks is the AKS target: GPU agent pools of NC- and ND-series VMs
+// on a customer's existing AKS cluster, in the customer's subscription.
+package aks
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/stacks/target"
+)
+
+// Target is the AKS target.
+type Target struct{}
+
+var _ target.Target = Target{}
+
+// Name is the target's config value and block key.
+func (Target) Name() catalog.Target { return catalog.AKS }
+
+// Catalog is the AKS GPU VM sizes.
+func (Target) Catalog() catalog.Section { return catalog.Azure }
+
+// NewCluster is an empty aks block.
+func (Target) NewCluster() target.Cluster { return &Cluster{} }
+
+// Defaults: the AKS node image ships the NVIDIA driver, so the device
+// plugin and DCGM exporter charts are the GPU stack; Azure Files Premium is
+// the RWX class every AKS cluster has.
+func (Target) Defaults() target.Defaults {
+	return target.Defaults{GPUStack: platform.DevicePlugin, StorageClass: "azurefile-csi-premium"}
+}
+
+// ValidatePlatform refuses the GPU operator: it would install a second
+// driver over the node image's.
+func (Target) ValidatePlatform(p *field.Path, s platform.Spec) field.ErrorList {
+	if s.GPUStack == platform.GPUOperator {
+		return field.ErrorList{check.Forbidden(p.Child("gpuStack"), string(s.GPUStack), "AKS node images ship the NVIDIA driver: use device-plugin on target aks")}
+	}
+	return nil
+}
+
+// Limits of an agent pool's OS disk.
+const (
+	minDiskGB = 30
+	maxDiskGB = 2048
+)
+
+var zones = []string{"1", "2", "3"}
+
+// ValidatePool checks the keys only AKS reads: spot, zones and the OS disk.
+func (Target) ValidatePool(p *field.Path, s gpupool.Spec) field.ErrorList {
+	var errs field.ErrorList
+	if s.SpotMaxPrice != nil {
+		switch price := *s.SpotMaxPrice; {
+		case !s.Spot:
+			errs = append(errs, check.Invalid(p.Child("spotMaxPrice"), price, "only with spot: true"))
+		case price != -1 && price <= 0:
+			errs = append(errs, check.Invalid(p.Child("spotMaxPrice"), price, "must be -1 (up to the on-demand price) or a price > 0 in US dollars per hour"))
+		}
+	}
+	seen := map[string]bool{}
+	for j, z := range s.Zones {
+		if !slices.Contains(zones, z) {
+			errs = append(errs, check.NotSupported(p.Child("zones").Index(j), z, zones))
+		} else if seen[z] {
+			errs = append(errs, check.Duplicate(p.Child("zones").Index(j), z, "must not repeat a zone"))
+		}
+		seen[z] = true
+	}
+	if s.OSDiskSizeGB != 0 && (s.OSDiskSizeGB < minDiskGB || s.OSDiskSizeGB > maxDiskGB) {
+		errs = append(errs, check.Invalid(p.Child("osDiskSizeGB"), s.OSDiskSizeGB, "must be between %d and %d", minDiskGB, maxDiskGB))
+	}
+	return errs
+}
+
+// Cluster is the aks block: the customer's existing AKS cluster.
+type Cluster struct {
+	ResourceGroup string `json:"resourceGroup"`
+	ClusterName   string `json:"clusterName"`
+}
+
+var (
+	resourceGroupRe = regexp.MustCompile(`^[-\w.()]{1,89}[-\w()]$|^[-\w()]$`)
+	clusterNameRe   = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$`)
+)
+
+// Validate checks Azure's naming rules for resource groups and clusters.
+func (c *Cluster) Validate(p *field.Path, _ bool) field.ErrorList {
+	var errs field.ErrorList
+	if !resourceGroupRe.MatchString(c.ResourceGroup) {
+		errs = append(errs, check.Invalid(p.Child("resourceGroup"), c.ResourceGroup, "must be an Azure resource group name (1-90 letters, digits, '-', '_', '.', '(', ')', not ending in '.')"))
+	}
+	if !clusterNameRe.MatchString(c.ClusterName) {
+		errs = append(errs, check.Invalid(p.Child("clusterName"), c.ClusterName, "must be an AKS cluster name (1-63 letters, digits, '-', '_', starting and ending with a letter or digit)"))
+	}
+	return errs
+}
+
+// HasSecrets: the block names the cluster; credentials come from Azure.
+func (c *Cluster) HasSecrets() bool { return false }
+
+// NewPool registers one agent pool.
+func (Target) NewPool(ctx *pulumi.Context, pool gpupool.Resolved, c target.Cluster, _ *target.Providers, protect bool) (pulumi.Resource, error) {
+	cluster, ok := c.(*Cluster)
+	if !ok {
+		return nil, fmt.Errorf("aks pool %s: the cluster block is %T, want *aks.Cluster", pool.Spec.Name, c)
+	}
+	return NewPool(ctx, pool.Spec.Name, &PoolArgs{Cluster: *cluster, Pool: pool, Protect: protect})
+}

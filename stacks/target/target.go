@@ -1,0 +1,96 @@
+// Package target is the plug-in interface of the places GPU nodes come
+// from. Each target (AKS, bare metal through Cluster API) owns its catalog
+// section, its config block and pool rules, its defaults, its provider
+// wiring and its pool component; the registry maps the target config value
+// to one. Adding a target adds a package beside aks and baremetal and one
+// line in registry.
+package target
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/secret"
+)
+
+// Target is where a stack's GPU nodes come from.
+type Target interface {
+	// Name is the value of the target config key; the target's own config
+	// block has the same key.
+	Name() catalog.Target
+	// Catalog is the target's section of the SKU catalog.
+	Catalog() catalog.Section
+	// NewCluster is an empty config block to decode the target's block into.
+	NewCluster() Cluster
+	// ValidatePool checks the pool keys only this target reads (or refuses).
+	ValidatePool(p *field.Path, s gpupool.Spec) field.ErrorList
+	// ValidatePlatform checks what the target refuses of the platform block.
+	ValidatePlatform(p *field.Path, s platform.Spec) field.ErrorList
+	// Defaults are the target's defaults for the layers above the pools.
+	Defaults() Defaults
+	// Providers builds the stack's Kubernetes providers, or render
+	// providers writing under renderDir when it is set.
+	Providers(ctx *pulumi.Context, c Cluster, renderDir string) (*Providers, error)
+	// NewPool registers one pool.
+	NewPool(ctx *pulumi.Context, pool gpupool.Resolved, c Cluster, providers *Providers, protect bool) (pulumi.Resource, error)
+}
+
+// Cluster is a target's config block: the cluster its pools join.
+type Cluster interface {
+	// Validate checks the block; rendering is set when the stack renders
+	// to files instead of reaching clusters.
+	Validate(p *field.Path, rendering bool) field.ErrorList
+	// HasSecrets reports whether the block holds a secret value.
+	HasSecrets() bool
+}
+
+// Defaults are what a target decides for the layers above its pools.
+type Defaults struct {
+	// GPUStack is who provides the GPU plumbing on the nodes.
+	GPUStack platform.GPUStack
+	// StorageClass is the ReadWriteMany class of the weight caches.
+	StorageClass string
+}
+
+// Providers are the Kubernetes providers of a stack, built once.
+type Providers struct {
+	// Workload is the cluster the GPU workloads run in.
+	Workload *kubernetes.Provider
+	// Management is the Cluster API management cluster (bare metal only).
+	Management *kubernetes.Provider
+}
+
+// Render subdirectories of renderDir.
+const (
+	WorkloadDir   = "workload"
+	ManagementDir = "management"
+)
+
+// RenderProvider writes objects as YAML under renderDir/<name> (name is
+// WorkloadDir or ManagementDir) instead of applying them.
+func RenderProvider(ctx *pulumi.Context, name, renderDir string) (*kubernetes.Provider, error) {
+	prov, err := kubernetes.NewProvider(ctx, name, &kubernetes.ProviderArgs{
+		RenderYamlToDirectory: pulumi.String(filepath.Join(renderDir, name)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("render provider %s: %w", name, err)
+	}
+	return prov, nil
+}
+
+// KubeconfigProvider reaches the cluster a kubeconfig (a config secret)
+// names; the kubeconfig stays a Pulumi secret.
+func KubeconfigProvider(ctx *pulumi.Context, name string, kubeconfig secret.Secret) (*kubernetes.Provider, error) {
+	prov, err := kubernetes.NewProvider(ctx, name, &kubernetes.ProviderArgs{Kubeconfig: kubeconfig.Output()})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes provider %s: %w", name, err)
+	}
+	return prov, nil
+}
