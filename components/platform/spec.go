@@ -103,8 +103,12 @@ var (
 		Images: []string{"nvcr.io/nvidia/k8s-device-plugin"}}
 	DCGMExporterChart = helm.Chart{Name: "dcgm-exporter", Version: "4.8.2", Repo: "https://nvidia.github.io/dcgm-exporter/helm-charts",
 		Images: []string{"nvcr.io/nvidia/k8s/dcgm-exporter"}}
+	// The operator and every operand its ClusterPolicy names (driver,
+	// toolkit, device plugin, DCGM exporter, MIG manager, validator and the
+	// rest, a dozen images that change with each release) come from
+	// nvcr.io/nvidia; node-feature-discovery is off.
 	GPUOperatorChart = helm.Chart{Name: "gpu-operator", Version: "v26.7.0", Repo: "https://helm.ngc.nvidia.com/nvidia",
-		Images: []string{"nvcr.io/nvidia/gpu-operator", "nvcr.io/nvidia/driver", "registry.k8s.io/nfd/node-feature-discovery"}}
+		Images: []string{"nvcr.io/nvidia"}}
 )
 
 // DefaultNamespace holds the GPU DaemonSets.

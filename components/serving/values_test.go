@@ -3,11 +3,13 @@ package serving_test
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
@@ -129,7 +131,8 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 }
 
 // The KEDA chart the program installs renders offline at its pinned version
-// and brings the ScaledObject CRD the engines' autoscaling needs.
+// and brings the ScaledObject CRD the engines' autoscaling needs; the
+// images it pulls are the ones its chart lists.
 func TestKEDAChartRenders(t *testing.T) {
 	t.Parallel()
 	archive := serving.KEDAChart.Archive(filepath.Join(pulumitest.SharedDir(t), "charts"))
@@ -142,5 +145,16 @@ func TestKEDAChartRenders(t *testing.T) {
 	}
 	if !operator || !crd {
 		t.Errorf("keda chart: operator %v, ScaledObject CRD %v", operator, crd)
+	}
+	pulled := helmtest.PodImages(objs)
+	for _, img := range pulled {
+		if !policy.Allows(serving.KEDAChart.Images, img) {
+			t.Errorf("keda pulls %s, which its image list %v does not cover", img, serving.KEDAChart.Images)
+		}
+	}
+	for _, listed := range serving.KEDAChart.Images {
+		if !slices.ContainsFunc(pulled, func(img string) bool { return policy.Allows([]string{listed}, img) }) {
+			t.Errorf("keda lists %s, which it does not pull (pulls %v)", listed, pulled)
+		}
 	}
 }

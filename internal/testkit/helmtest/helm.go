@@ -56,3 +56,19 @@ func Get(o any, path ...string) any {
 	return o
 }
 
+// PodImages are the images of every container of the pod templates among
+// rendered objects (Deployments, DaemonSets, Jobs: whatever has one).
+func PodImages(objs []map[string]any) []string {
+	var out []string
+	for _, o := range objs {
+		for _, key := range []string{"initContainers", "containers"} {
+			cs, _ := Get(o, "spec", "template", "spec", key).([]any)
+			for _, c := range cs {
+				if img, ok := Get(c, "image").(string); ok {
+					out = append(out, img)
+				}
+			}
+		}
+	}
+	return out
+}
