@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/kube"
 )
 
 // Names of the ClusterPolicies and their rules, as Kyverno reports them.
@@ -182,7 +183,7 @@ func clusterPolicy(name, title, description string, annotations map[string]any, 
 		"kind":       "ClusterPolicy",
 		"metadata": map[string]any{
 			"name":        name,
-			"labels":      map[string]any{"app.kubernetes.io/part-of": "gpu-node-pools", "app.kubernetes.io/managed-by": "pulumi"},
+			"labels":      map[string]any{"app.kubernetes.io/part-of": kube.Project, kube.ManagedByLabel: kube.ManagedBy},
 			"annotations": ann,
 		},
 		"spec": map[string]any{"background": true, "rules": rs},
