@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+
 	"github.com/natron/gpu-node-pools/components/secret"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
@@ -121,5 +124,50 @@ func TestAutomationStackLifecycle(t *testing.T) {
 	stop()
 	if _, err := s.Preview(canceled); err == nil {
 		t.Error("a preview with a canceled context must fail")
+	}
+}
+
+// A customer's stack file loads as the typed config an internal tool
+// drives, its secure values decrypted by the stack's own secrets provider
+// through the real engine: the same config the stack file gives the
+// program, with the real secrets in place of the test reader's markers.
+func TestLoadStackFile(t *testing.T) {
+	root := pulumitest.PulumiRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := pulumitest.CopyProject(t)
+	backend := "file://" + t.TempDir()
+	env := pulumitest.EngineEnv(t, root, backend)
+	env["PULUMI_CONFIG_PASSPHRASE"] = devPassphrase
+	e := automation.Engine{BackendURL: backend, PulumiRoot: root,
+		Env: map[string]string{"PULUMI_CONFIG_PASSPHRASE": devPassphrase, "PULUMI_HOME": env["PULUMI_HOME"]}}
+	// The stack exists in the backend, as `make preview` leaves it.
+	cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auto.UpsertStackLocalSource(ctx, "dev", dir, auto.Pulumi(cmd), auto.EnvVars(env)); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := automation.LoadStack(ctx, dir, "dev", e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := stacktest.Config(t, "dev") // secure values as pulumitest.SecretMarker
+	secrets := map[string]*secret.Secret{
+		"storage.accessKey": &got.Storage.AccessKey, "storage.secretKey": &got.Storage.SecretKey, "serving.apiKey": &got.Serving.APIKey,
+	}
+	for k, s := range secrets {
+		if v := string(*s); v == "" || v == pulumitest.SecretMarker || strings.HasPrefix(v, "v1:") {
+			t.Errorf("%s was not decrypted: %q", k, v)
+		}
+		*s = pulumitest.SecretMarker
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LoadStack differs from Pulumi.dev.yaml (-file +loaded):\n%s", diff)
+	}
+	if _, err := automation.LoadStack(ctx, dir, "no-such-stack", e); err == nil || !strings.Contains(err.Error(), "no-such-stack") {
+		t.Errorf("a stack that does not exist: %v", err)
 	}
 }
