@@ -345,6 +345,10 @@ func TestOneMistakeOneProblem(t *testing.T) {
 		{"misspelled model key", func(c map[string]any) { stacktest.Model(c)["tensorParalel"] = 2 }, `gpu-node-pools:models[0].tensorParalel: unknown key (did you mean tensorParallel?)`},
 		{"bad tensor parallel", func(c map[string]any) { stacktest.Model(c)["tensorParallel"] = 0 }, `gpu-node-pools:models[0].tensorParallel: must be >= 1, got 0`},
 		{"platform of the wrong type", func(c map[string]any) { c["platform"] = map[string]any{"gpuStack": 1} }, `gpu-node-pools:platform.gpuStack: must be a string, got a JSON number 1`},
+		{"unknown GPU stack under registries without NVIDIA's", func(c map[string]any) {
+			c["platform"] = map[string]any{"gpuStack": "cuda"}
+			c["policies"] = map[string]any{"allowedRegistries": map[string]any{"registries": []any{"docker.io/vllm", "docker.io/rclone", "docker.io/library/busybox", "registry.example"}}}
+		}, `gpu-node-pools:platform.gpuStack: must be one of device-plugin, gpu-operator, got "cuda"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

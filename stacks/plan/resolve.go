@@ -58,10 +58,12 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, 
 		p.Policies = &pol
 	}
 	p.Images = ownImages(p, options)
-	if p.Policies != nil && !r.broken(key("platform")) && !r.broken(key("serving")) && !r.broken(key("batchJobs")) {
+	// Both checks read the GPU stack's charts: not when it was reported.
+	gpuStackOK := !r.broken(key("platform")) && !r.reported(key("platform").Child("gpuStack"))
+	if p.Policies != nil && gpuStackOK && !r.broken(key("serving")) && !r.broken(key("batchJobs")) {
 		r.add(p.Policies.CheckImages(key("policies").Child("allowedRegistries", "registries"), p.Images)...)
 	}
-	if !r.broken(key("platform")) && !r.reported(key("platform").Child("gpuStack")) {
+	if gpuStackOK {
 		r.checkChartDir(p)
 	}
 	if len(r.errs) > 0 {
