@@ -10,6 +10,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/config"
@@ -19,11 +20,7 @@ import (
 
 func TestStackOutputs(t *testing.T) {
 	t.Parallel()
-	sku, ferr := catalog.Azure.SKU(nil, "Standard_NC40ads_H100_v5")
-	if ferr != nil {
-		t.Fatal(ferr)
-	}
-	pool := gpupool.Resolve(gpupool.Spec{Name: "h100spot", SKU: sku.Name, MaxNodes: 8, Spot: true}, sku)
+	pool := pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "h100spot", SKU: "Standard_NC40ads_H100_v5", MaxNodes: 8, Spot: true})
 	got, err := StackOutputs(&plan.Plan{Target: aks.Target{}, RenderDir: "out", Pools: []gpupool.Resolved{pool}}, true)
 	if err != nil {
 		t.Fatal(err)

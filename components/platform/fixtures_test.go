@@ -6,6 +6,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
 
 // aksLayer is a defaulted AKS layer over pools like a production stack's:
@@ -13,7 +14,7 @@ import (
 // MIG3g and an 8-GPU H100 pool.
 func aksLayer(t *testing.T) (platform.Spec, []gpupool.Pool) {
 	t.Helper()
-	return platform.Spec{}.Defaults(platform.DevicePlugin), facts(t, catalog.Azure,
+	return platform.Spec{}.Defaults(platform.DevicePlugin), pooltest.Facts(t, catalog.Azure,
 		gpupool.Spec{Name: "a100", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 4},
 		gpupool.Spec{Name: "h100spot", SKU: "Standard_NC40ads_H100_v5", MaxNodes: 8, Spot: true},
 		gpupool.Spec{Name: "nd96", SKU: "Standard_ND96amsr_A100_v4", MaxNodes: 2, MIGProfile: "MIG3g"},
@@ -26,22 +27,9 @@ func aksLayer(t *testing.T) (platform.Spec, []gpupool.Pool) {
 // that time-slices each GPU four ways.
 func bareMetalLayer(t *testing.T) (platform.Spec, []gpupool.Pool) {
 	t.Helper()
-	return platform.Spec{}.Defaults(platform.GPUOperator), facts(t, catalog.BareMetal,
+	return platform.Spec{}.Defaults(platform.GPUOperator), pooltest.Facts(t, catalog.BareMetal,
 		gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 4},
 		gpupool.Spec{Name: "train", SKU: "a100-80gb-x8", MaxNodes: 2, MIGProfile: "MIG3g"},
 		gpupool.Spec{Name: "notebook", SKU: "a100-80gb-x4", MaxNodes: 2, TimeSlicing: 4},
 	)
-}
-
-func facts(t *testing.T, section catalog.Section, specs ...gpupool.Spec) []gpupool.Pool {
-	t.Helper()
-	var out []gpupool.Pool
-	for _, s := range specs {
-		sku, err := section.SKU(nil, s.SKU)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, gpupool.NewFacts(s, sku))
-	}
-	return out
 }

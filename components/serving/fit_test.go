@@ -9,16 +9,13 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
 
 func pool(t *testing.T, target catalog.Target, sku string, maxNodes int, mig catalog.MIGProfile) gpupool.Pool {
 	t.Helper()
 	section := map[catalog.Target]catalog.Section{catalog.AKS: catalog.Azure, catalog.Natron: catalog.BareMetal}[target]
-	s, err := section.SKU(nil, sku)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gpupool.NewFacts(gpupool.Spec{Name: "infer", SKU: sku, MaxNodes: maxNodes, MIGProfile: mig}, s)
+	return pooltest.Resolved(t, section, gpupool.Spec{Name: "infer", SKU: sku, MaxNodes: maxNodes, MIGProfile: mig}).Facts
 }
 
 func TestWeights(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
+	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
@@ -29,11 +30,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 		ParametersB: 70, Dtype: "bfloat16", TensorParallel: 4, MaxModelLen: 8192, GPUMemoryUtilization: 0.9,
 		MinReplicas: 1, MaxReplicas: 4, QueueDepthTarget: 3, Hostname: "llama70b.acme.example",
 	}
-	sku, err := catalog.Azure.SKU(nil, "Standard_ND96isr_H100_v5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := gpupool.NewFacts(gpupool.Spec{Name: m.Pool, SKU: sku.Name, MaxNodes: 2}, sku)
+	pool := pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: m.Pool, SKU: "Standard_ND96isr_H100_v5", MaxNodes: 2}).Facts
 	o := serving.Options{}.Defaults("azurefile-csi-premium")
 	e := serving.NewEngine(m, pool, o, map[string]string{"release": "kube-prometheus-stack"}, "")
 	if misfits := serving.Fit(nil, e.Model, pool); len(misfits) != 0 {

@@ -9,17 +9,8 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
-
-// resolved is a pool with its AKS VM size, as the stack's plan holds it.
-func resolved(t *testing.T, spec gpupool.Spec) gpupool.Resolved {
-	t.Helper()
-	sku, err := catalog.Azure.SKU(nil, spec.SKU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gpupool.Resolve(spec, sku)
-}
 
 func TestAgentPoolArgs(t *testing.T) {
 	t.Parallel()
@@ -119,7 +110,7 @@ func TestAgentPoolArgs(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := AgentPoolArgs(cluster, resolved(t, tc.spec))
+			got := AgentPoolArgs(cluster, pooltest.Resolved(t, catalog.Azure, tc.spec))
 			if diff := cmp.Diff(tc.want(), got); diff != "" {
 				t.Errorf("AgentPoolArgs mismatch (-want +got):\n%s", diff)
 			}

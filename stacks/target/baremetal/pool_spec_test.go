@@ -8,6 +8,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
 
 var testCluster = Cluster{
@@ -191,9 +192,5 @@ func TestTemplateNamesFollowContent(t *testing.T) {
 // resolved is a pool with its hardware profile, as the stack's plan holds it.
 func resolved(t *testing.T, spec gpupool.Spec) gpupool.Resolved {
 	t.Helper()
-	sku, err := catalog.BareMetal.SKU(nil, spec.SKU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gpupool.Resolve(spec, sku)
+	return pooltest.Resolved(t, catalog.BareMetal, spec)
 }
