@@ -40,7 +40,12 @@ type Block struct {
 func never(*Config) bool { return false }
 
 // Blocks are the config blocks in documentation order.
-func Blocks() []Block {
+func Blocks() []Block { return table }
+
+// table is built once: the registry of targets is fixed.
+var table = blocks()
+
+func blocks() []Block {
 	bs := []Block{{
 		Key: "target", Scalar: true, Secret: never,
 		get: func(c *Config) string { return c.Target },
@@ -163,13 +168,15 @@ func clusterBlock(t target.Target) Block {
 }
 
 // Keys are the top-level keys, in documentation order.
-func Keys() []string {
-	var out []string
-	for _, b := range Blocks() {
-		out = append(out, b.Key)
+func Keys() []string { return keys }
+
+var keys = func() []string {
+	out := make([]string, len(table))
+	for i, b := range table {
+		out[i] = b.Key
 	}
 	return out
-}
+}()
 
 // Value is one encoded key, as a stack file holds it.
 type Value struct {
