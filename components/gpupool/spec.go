@@ -1,5 +1,7 @@
-// Package gpupool builds GPU node pools on AKS and on bare metal (Cluster
-// API), and describes each pool as plain facts for the layers above.
+// Package gpupool is what every target shares about a GPU pool: the pool
+// as written and its rules, its facts for the layers above (the GPU
+// platform, serving, policies), its node labels and the GPU taint. Each
+// target builds its pools from these (stacks/target/aks, .../baremetal).
 package gpupool
 
 import (

@@ -22,8 +22,6 @@ const ChartDirEnv = "GPU_NODE_POOLS_CHART_DIR"
 
 // Plan is a stack as it will be built.
 type Plan struct {
-	// Stack is the stack's name.
-	Stack string
 	// Target is where the GPU nodes come from, and Cluster its config block.
 	Target  target.Target
 	Cluster target.Cluster
