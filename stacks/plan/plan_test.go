@@ -1,0 +1,88 @@
+package plan_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/policy"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
+	"github.com/natron/gpu-node-pools/stacks/plan"
+)
+
+// What the plan decides for each target, as the components then read it:
+// the target's defaults (GPU stack, storage class, the runtime class that
+// follows from the GPU stack), each model's engine on its pool's facts,
+// each batch job's pool and deadline, the policies' scope, the stack's own
+// images. The real stack files, one per target.
+func TestPlanDecidesOnce(t *testing.T) {
+	t.Setenv(plan.ChartDirEnv, "") // the charts' source is part of the plan
+	for _, tc := range []struct {
+		stack                      string
+		gpuStack                   platform.GPUStack
+		storageClass, runtimeClass string
+		pools                      int
+		images                     []string
+	}{
+		{"dev", platform.GPUOperator, "cephfs", "nvidia", 3, []string{
+			"nvcr.io/nvidia", "vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.natron-cloud.example/ml/finetune:0.3"}},
+		{"prod", platform.DevicePlugin, "azurefile-csi-premium", "", 4, []string{
+			"nvcr.io/nvidia/k8s-device-plugin", "nvcr.io/nvidia/k8s/dcgm-exporter", "vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.acme.example/embedder:1.4"}},
+	} {
+		t.Run(tc.stack, func(t *testing.T) {
+			raw, _, err := pulumitest.StackConfig(tc.stack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := plan.Load(pulumitest.Unqualified(raw), tc.stack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Platform.GPUStack != tc.gpuStack || p.Serving.Options.StorageClass != tc.storageClass {
+				t.Errorf("defaults: GPU stack %s, storage class %s; want %s, %s", p.Platform.GPUStack, p.Serving.Options.StorageClass, tc.gpuStack, tc.storageClass)
+			}
+			if len(p.Pools) != tc.pools || len(p.Facts()) != tc.pools {
+				t.Fatalf("%d pools resolved, want %d", len(p.Pools), tc.pools)
+			}
+			for _, pool := range p.Pools {
+				if pool.SKU.Name != pool.Spec.SKU || pool.Facts.Name != pool.Spec.Name || pool.Facts.GPUsPerNode != pool.SKU.GPUs {
+					t.Errorf("pool %s: SKU %s, facts %+v", pool.Spec.Name, pool.SKU.Name, pool.Facts)
+				}
+			}
+			facts := map[string]string{}
+			for _, f := range p.Facts() {
+				facts[f.Name] = f.SKU
+			}
+			cfg := stacktest.Config(t, tc.stack)
+			if len(p.Serving.Engines) != len(cfg.Models) || len(p.Serving.Jobs) != len(cfg.BatchJobs) {
+				t.Fatalf("%d engines and %d jobs for %d models and %d batch jobs", len(p.Serving.Engines), len(p.Serving.Jobs), len(cfg.Models), len(cfg.BatchJobs))
+			}
+			for i, e := range p.Serving.Engines {
+				m := cfg.Models[i]
+				if e.Name != m.Name || e.Pool.Name != m.Pool || e.Pool.SKU != facts[m.Pool] || e.TensorParallel != m.TensorParallel ||
+					e.RuntimeClass != tc.runtimeClass || e.Image != p.Serving.Options.Image ||
+					!cmp.Equal(e.ServiceMonitorLabels, p.Platform.Monitoring.ServiceMonitorLabels) {
+					t.Errorf("engine %s: %+v", m.Name, e)
+				}
+			}
+			for i, j := range p.Serving.Jobs {
+				if j.Name != cfg.BatchJobs[i].Name || j.Pool.Name != cfg.BatchJobs[i].Pool || j.DeadlineMinutes != 240 || j.RuntimeClass != tc.runtimeClass {
+					t.Errorf("batch job %s: %+v", cfg.BatchJobs[i].Name, j)
+				}
+			}
+			want := policy.Scope{PlatformNamespace: "gpu-platform", ServingNamespace: "models"}
+			if p.Policies == nil || p.Policies.Scope != want {
+				t.Errorf("policies %+v, want scope %+v", p.Policies, want)
+			}
+			var images []string
+			for _, img := range p.Images {
+				images = append(images, img.Ref)
+			}
+			if diff := cmp.Diff(tc.images, images); diff != "" {
+				t.Errorf("the stack's own images (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
