@@ -20,7 +20,7 @@ const GPUPlatformType = kube.Project + ":platform:GPUPlatform"
 
 // Args configures the platform layer.
 type Args struct {
-	// Spec must be validated and defaulted (Spec.Defaults).
+	// Spec is the defaulted layer from the stack's plan.
 	Spec Spec
 	// Pools are the facts of every GPU pool of the stack.
 	Pools []gpupool.Pool

@@ -122,7 +122,7 @@ func unsecure(v any) (any, bool) {
 }
 
 // Unqualified drops the project namespace from config keys, giving the raw
-// map that stacks.Load takes.
+// map that plan.Load takes.
 func Unqualified(cfg map[string]string) map[string]string {
 	out := make(map[string]string, len(cfg))
 	for k, v := range cfg {
