@@ -65,11 +65,14 @@ func AlertRules(s Spec) []Rule {
 			"GPU {{ $labels.gpu }} on {{ $labels.node }} runs hot",
 			fmt.Sprintf("GPU temperature is {{ $value }} °C, above %s °C.", num(a.TemperatureCelsius)),
 			"Thermal throttling is ahead: check the node's cooling and airflow, or reduce the batch size."),
+		// DCGM_FI_DEV_XID_ERRORS holds the last XID for good; the XID count
+		// (enabled in DCGMMetrics) counts each error in a 5-minute window,
+		// so the alert fires per event and resolves when the window passes.
 		rule("GPUXIDError",
-			fmt.Sprintf(`max by (node, gpu, modelName) (max_over_time(DCGM_FI_DEV_XID_ERRORS{%s}[5m])) > 0`, dcgmJob),
+			fmt.Sprintf(`max by (node, gpu, modelName, xid) (DCGM_EXP_XID_ERRORS_COUNT{%s, xid!=""}) > 0`, dcgmJob),
 			"", "critical",
-			"GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $value }}",
-			"The driver reported XID error {{ $value }} in the last 5 minutes.",
+			"GPU {{ $labels.gpu }} on {{ $labels.node }} reported XID {{ $labels.xid }}",
+			"The driver reported XID error {{ $labels.xid }} {{ $value }} time(s) in the last 5 minutes.",
 			"Look the XID up in NVIDIA's XID catalogue: 48/63/64/74/79/94/95 mean a failing or fallen-off GPU, so cordon and drain the node and replace it; 13/31/43 usually point at the application."),
 		rule("DCGMExporterDown",
 			fmt.Sprintf(`up{%s} == 0`, dcgmJob),

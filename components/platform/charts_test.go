@@ -159,6 +159,24 @@ func TestDCGMExporterChartOnProd(t *testing.T) {
 	if rl := get(ep, "relabelings"); !strings.Contains(toJSON(rl), `"targetLabel":"node"`) {
 		t.Errorf("ServiceMonitor relabelings %v lack the node label", rl)
 	}
+	// The exporter reads our metrics file (with the XID count the XID alert
+	// needs): the chart's ConfigMap holds it, mounted where -f points.
+	var metrics map[string]any
+	for _, cm := range ofKind(objs, "ConfigMap") {
+		if get(cm, "metadata", "name") == "exporter-metrics-config-map" {
+			metrics = cm
+		}
+	}
+	if got, _ := get(metrics, "data", "metrics").(string); strings.TrimSpace(got) != strings.TrimSpace(platform.DCGMMetrics) {
+		t.Fatalf("the exporter's metrics ConfigMap does not hold the program's metrics file: %v", get(metrics, "data"))
+	}
+	c := get(dss[0], "spec", "template", "spec", "containers").([]any)[0]
+	args, mounts, vols := toJSON(get(c, "args")), toJSON(get(c, "volumeMounts")), toJSON(get(dss[0], "spec", "template", "spec", "volumes"))
+	if !strings.Contains(args, `"-f","/etc/dcgm-exporter/default-counters.csv"`) ||
+		!strings.Contains(mounts, `"mountPath":"/etc/dcgm-exporter/default-counters.csv"`) ||
+		!strings.Contains(vols, `"name":"exporter-metrics-config-map"`) {
+		t.Errorf("the exporter does not read the metrics ConfigMap: args %s, mounts %s, volumes %s", args, mounts, vols)
+	}
 }
 
 // checkServiceMonitorFinds asserts a ServiceMonitor's selector matches the
@@ -209,6 +227,21 @@ func TestGPUOperatorChartOnDev(t *testing.T) {
 	}
 	if get(cp, "dcgmExporter", "serviceMonitor", "additionalLabels", "release") != "kube-prometheus-stack" || get(cp, "dcgmExporter", "serviceMonitor", "interval") != "15s" {
 		t.Errorf("DCGM ServiceMonitor: %v", get(cp, "dcgmExporter", "serviceMonitor"))
+	}
+	// The operator mounts the metrics ConfigMap named here and points
+	// DCGM_EXPORTER_COLLECTORS at its dcgm-metrics.csv
+	// (controllers/object_controls.go, TransformDCGMExporter, at v26.7.0).
+	if get(cp, "dcgmExporter", "config", "name") != platform.DCGMMetricsConfigMap {
+		t.Errorf("DCGM exporter config: %v", get(cp, "dcgmExporter", "config"))
+	}
+	var metricsCM map[string]any
+	for _, cm := range ofKind(objs, "ConfigMap") {
+		if get(cm, "metadata", "name") == platform.DCGMMetricsConfigMap {
+			metricsCM = cm
+		}
+	}
+	if got := get(metricsCM, "data", "dcgm-metrics.csv"); got == nil || !strings.Contains(got.(string), "DCGM_EXP_XID_ERRORS_COUNT") {
+		t.Errorf("the operator's DCGM metrics ConfigMap: %v", metricsCM)
 	}
 	if get(cp, "devicePlugin", "config", "name") != platform.DevicePluginConfigMap || get(cp, "devicePlugin", "config", "default") != "default" {
 		t.Errorf("device plugin config: %v", get(cp, "devicePlugin", "config"))

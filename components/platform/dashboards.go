@@ -5,6 +5,16 @@ import (
 	"fmt"
 )
 
+// How Grafana's dashboard sidecar (k8s-sidecar) finds our dashboards: it
+// loads ConfigMaps labelled DashboardLabel=DashboardLabelValue (the
+// kube-prometheus-stack defaults) and, when its folderAnnotation is set to
+// FolderAnnotation, files each into the folder the annotation names.
+const (
+	DashboardLabel      = "grafana_dashboard"
+	DashboardLabelValue = "1"
+	FolderAnnotation    = "grafana_folder"
+)
+
 // Dashboard is a Grafana dashboard written by this program.
 type Dashboard struct {
 	UID    string

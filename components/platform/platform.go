@@ -102,8 +102,8 @@ func NewGPUPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi
 			Metadata: &metav1.ObjectMetaArgs{
 				Name:        pulumi.String("gpu-node-pools-" + d.UID),
 				Namespace:   pulumi.String(s.Namespace),
-				Labels:      pulumi.StringMap{"grafana_dashboard": pulumi.String("1")},
-				Annotations: pulumi.StringMap{"grafana_folder": pulumi.String(s.Monitoring.GrafanaFolder)},
+				Labels:      pulumi.StringMap{DashboardLabel: pulumi.String(DashboardLabelValue)},
+				Annotations: pulumi.StringMap{FolderAnnotation: pulumi.String(s.Monitoring.GrafanaFolder)},
 			},
 			Data: pulumi.StringMap{d.File: pulumi.String(d.JSON())},
 		}, inNS...); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,26 +33,16 @@ var vllmMetrics = []string{
 // both part of the cluster's existing monitoring stack.
 var platformMetrics = []string{"up", "kube_node_status_capacity", "kube_pod_container_resource_requests"}
 
-// knownMetrics reads the DCGM exporter's default counters (the metrics the
-// exporter emits out of the box) and adds the vLLM and platform sets.
+// knownMetrics are the metrics the DCGM exporter emits with the metrics
+// file the program gives it, and the vLLM and platform sets.
 func knownMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	f, err := os.Open(filepath.Join(pulumitest.SharedDir(t), "reference", "dcgm-exporter-default-counters.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	known := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		known[strings.TrimSpace(strings.SplitN(line, ",", 2)[0])] = true
+	for _, m := range platform.DCGMMetricNames() {
+		known[m] = true
 	}
 	if !known["DCGM_FI_DEV_GPU_UTIL"] || len(known) < 10 {
-		t.Fatalf("default counters look wrong: %v", known)
+		t.Fatalf("the program's DCGM metrics look wrong: %v", known)
 	}
 	for _, m := range vllmMetrics {
 		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
@@ -62,6 +53,51 @@ func knownMetrics(t *testing.T) map[string]bool {
 		known[m] = true
 	}
 	return known
+}
+
+// upstreamDefaultCounters reads the exporter's own default counters.
+func upstreamDefaultCounters(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(pulumitest.SharedDir(t), "reference", "dcgm-exporter-default-counters.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, strings.TrimSpace(strings.SplitN(line, ",", 2)[0]))
+	}
+	if len(out) < 10 {
+		t.Fatalf("default counters look wrong: %v", out)
+	}
+	return out
+}
+
+// The program's metrics file keeps every counter the exporter emits by
+// default (the customer's dashboards may read any) and adds the XID count;
+// every name in it is one the exporter knows (a DCGM field or its XID
+// collector, internal/pkg/counters/const.go at 4.5.3-4.8.2).
+func TestDCGMMetricsKeepTheDefaults(t *testing.T) {
+	t.Parallel()
+	ours := platform.DCGMMetricNames()
+	for _, m := range upstreamDefaultCounters(t) {
+		if !slices.Contains(ours, m) {
+			t.Errorf("the program's DCGM metrics drop the default counter %s", m)
+		}
+	}
+	if !slices.Contains(ours, "DCGM_EXP_XID_ERRORS_COUNT") {
+		t.Error("the XID alert needs DCGM_EXP_XID_ERRORS_COUNT enabled")
+	}
+	for _, m := range ours {
+		if !strings.HasPrefix(m, "DCGM_FI_") && m != "DCGM_EXP_XID_ERRORS_COUNT" {
+			t.Errorf("%s is no DCGM field and no exporter collector", m)
+		}
+	}
 }
 
 // checkQuery parses expr with the real PromQL parser and checks each metric
@@ -79,7 +115,7 @@ func checkQuery(t *testing.T, where, expr string, known map[string]bool) []strin
 			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
 				names = append(names, m.Value)
 				if !known[m.Value] {
-					t.Errorf("%s: metric %s is neither a DCGM default counter nor a vLLM metric", where, m.Value)
+					t.Errorf("%s: metric %s is neither one the DCGM exporter emits with our metrics file nor a vLLM metric", where, m.Value)
 				}
 			}
 		}
@@ -97,7 +133,7 @@ func TestAlertRulesParseAndNameRealMetrics(t *testing.T) {
 	want := map[string]string{
 		"GPUIdle": "DCGM_FI_DEV_GPU_UTIL", "GPUMemoryNearOOM": "DCGM_FI_DEV_FB_FREE",
 		"InferenceLatencyP99High": "vllm:e2e_request_latency_seconds_bucket", "GPUTemperatureHigh": "DCGM_FI_DEV_GPU_TEMP",
-		"GPUXIDError": "DCGM_FI_DEV_XID_ERRORS", "DCGMExporterDown": "up", "GPUNodeWithoutExporter": "kube_node_status_capacity",
+		"GPUXIDError": "DCGM_EXP_XID_ERRORS_COUNT", "DCGMExporterDown": "up", "GPUNodeWithoutExporter": "kube_node_status_capacity",
 	}
 	if len(rules) != len(want) {
 		t.Fatalf("want %d rules, got %d", len(want), len(rules))

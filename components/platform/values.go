@@ -147,6 +147,9 @@ type dcgmExporterValues struct {
 	Tolerations    []toleration      `json:"tolerations"`
 	Resources      resources         `json:"resources"`
 	ServiceMonitor enabled           `json:"serviceMonitor"`
+	// CustomMetrics replaces the chart's metrics ConfigMap, which its
+	// default arguments (-f /etc/dcgm-exporter/default-counters.csv) read.
+	CustomMetrics string `json:"customMetrics"`
 }
 
 // DCGMExporterValues are the dcgm-exporter chart's values. Its
@@ -157,6 +160,7 @@ func DCGMExporterValues(s Spec, pools []gpupool.Pool) map[string]any {
 		Tolerations:    Tolerations(pools),
 		Resources:      exporterAgent,
 		ServiceMonitor: enabled{Enabled: false},
+		CustomMetrics:  DCGMMetrics,
 	}), s.Values.DCGMExporter)
 }
 
@@ -198,6 +202,13 @@ type gpuOperatorValues struct {
 	DCGMExporter struct {
 		Resources      resources      `json:"resources"`
 		ServiceMonitor serviceMonitor `json:"serviceMonitor"`
+		// Config is a metrics ConfigMap the chart creates; the operator
+		// mounts it and points DCGM_EXPORTER_COLLECTORS at it.
+		Config struct {
+			Name   string `json:"name"`
+			Create bool   `json:"create"`
+			Data   string `json:"data"`
+		} `json:"config"`
 	} `json:"dcgmExporter"`
 }
 
@@ -240,5 +251,7 @@ func GPUOperatorValues(s Spec, pools []gpupool.Pool) map[string]any {
 	c.Create, c.Name, c.Default, c.Data = true, DevicePluginConfigMap, "default", devicePluginConfigs(pools)
 	v.DCGMExporter.Resources = exporterAgent
 	v.DCGMExporter.ServiceMonitor = dcgmServiceMonitor(s)
+	mc := &v.DCGMExporter.Config
+	mc.Name, mc.Create, mc.Data = DCGMMetricsConfigMap, true, DCGMMetrics
 	return helm.Merge(helm.Values(v), s.Values.GPUOperator)
 }

@@ -78,6 +78,8 @@ func TestDCGMExporterValues(t *testing.T) {
 		},
 		// the program writes its own ServiceMonitor (it renders offline)
 		"serviceMonitor": map[string]any{"enabled": false},
+		// the metrics file with the XID count the XID alert reads
+		"customMetrics": DCGMMetrics,
 	}
 	if diff := cmp.Diff(want, DCGMExporterValues(s, []gpupool.Pool{{Name: "a"}})); diff != "" {
 		t.Errorf("DCGMExporterValues mismatch (-want +got):\n%s", diff)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/releaseutil"
@@ -22,6 +23,11 @@ func RenderChart(t testing.TB, archive, release, namespace string, values map[st
 	if err != nil {
 		t.Fatal(err)
 	}
+	return render(t, chrt, archive, release, namespace, values, includeCRDs)
+}
+
+func render(t testing.TB, chrt *chart.Chart, archive, release, namespace string, values map[string]any, includeCRDs bool) []map[string]any {
+	t.Helper()
 	inst := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	inst.DryRun, inst.ClientOnly, inst.Replace, inst.IncludeCRDs = true, true, true, includeCRDs
 	inst.ReleaseName, inst.Namespace = release, namespace
@@ -71,4 +77,33 @@ func PodImages(objs []map[string]any) []string {
 		}
 	}
 	return out
+}
+
+// RenderSubchart renders a chart vendored inside a chart archive (path
+// names each dependency down from the archive's chart, such as
+// kube-prometheus-stack, grafana) with values as that chart's own, as
+// `helm template` renders a chart directory.
+func RenderSubchart(t testing.TB, archive string, path []string, release, namespace string, values map[string]any) []map[string]any {
+	t.Helper()
+	chrt, err := loader.Load(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range path {
+		var next *chart.Chart
+		for _, d := range chrt.Dependencies() {
+			if d.Name() == name {
+				next = d
+			}
+		}
+		if next == nil {
+			t.Fatalf("%s: no subchart %s under %s", archive, name, chrt.Name())
+		}
+		chrt = next
+	}
+	// a copy without its parent renders as a chart of its own
+	own := &chart.Chart{Raw: chrt.Raw, Metadata: chrt.Metadata, Lock: chrt.Lock, Templates: chrt.Templates,
+		Values: chrt.Values, Schema: chrt.Schema, Files: chrt.Files}
+	own.SetDependencies(chrt.Dependencies()...)
+	return render(t, own, archive, release, namespace, values, false)
 }
