@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,4 +115,116 @@ func plainInputs(m resource.PropertyMap) map[string]any {
 		return nil, false
 	}
 	return m.MapRepl(nil, unwrap)
+}
+
+// podOf is a pod as its controller creates it from a pod template: its
+// controller owns it.
+func podOf(owner map[string]any, name string) map[string]any {
+	meta := owner["metadata"].(map[string]any)
+	return map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{
+			"name": name, "namespace": meta["namespace"],
+			"ownerReferences": []any{map[string]any{
+				"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": "0b1c9f6e-0000-4000-8000-000000000001",
+				"controller": true, "blockOwnerDeletion": true,
+			}},
+		},
+		"spec": helmtest.Get(owner, "spec", "template", "spec"),
+	}
+}
+
+// acmeSolver is the HTTP-01 solver pod cert-manager creates for a
+// Challenge in the Ingress's namespace, as buildDefaultPod in
+// pkg/issuer/acme/http/pod.go at cert-manager v1.21.1 builds it (default
+// image, labels, owner).
+func acmeSolver(namespace string) map[string]any {
+	return map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{
+			"name": "cm-acme-http-solver-x7k2q", "namespace": namespace,
+			"labels": map[string]any{
+				"acme.cert-manager.io/http-domain": "1034547531", "acme.cert-manager.io/http-token": "1158401213",
+				"acme.cert-manager.io/http01-solver": "true",
+			},
+			"annotations": map[string]any{"sidecar.istio.io/inject": "false", "cluster-autoscaler.kubernetes.io/safe-to-evict": "true"},
+			"ownerReferences": []any{map[string]any{
+				"apiVersion": "acme.cert-manager.io/v1", "kind": "Challenge", "name": "model-llama3-70b-tls-1-2836540071-0",
+				"uid": "0b1c9f6e-0000-4000-8000-000000000002", "controller": true, "blockOwnerDeletion": true,
+			}},
+		},
+		"spec": map[string]any{
+			"automountServiceAccountToken": false, "enableServiceLinks": false, "restartPolicy": "OnFailure",
+			"nodeSelector":    map[string]any{"kubernetes.io/os": "linux"},
+			"securityContext": map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}},
+			"containers": []any{map[string]any{
+				"name": "acmesolver", "image": "quay.io/jetstack/cert-manager-acmesolver:v1.21.1",
+				"args": []any{"--listen-port=8089", "--domain=llama70b.acme.example", "--token=abc", "--key=abc.def"},
+				"resources": map[string]any{
+					"requests": map[string]any{"cpu": "10m", "memory": "64Mi"},
+					"limits":   map[string]any{"cpu": "100m", "memory": "64Mi"},
+				},
+				"ports": []any{map[string]any{"name": "http", "containerPort": 8089}},
+				"securityContext": map[string]any{"readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false,
+					"capabilities": map[string]any{"drop": []any{"ALL"}}},
+			}},
+		},
+	}
+}
+
+// An add-on never breaks the host: what every customer platform already
+// runs passes the prod stack's policies (Enforce) in the real Kyverno
+// engine, rendered from the real charts: kube-prometheus-stack's
+// node-exporter (quay.io, tolerates every taint), Grafana Alloy as a log
+// collector DaemonSet that tolerates every taint, both as DaemonSets and
+// as the pods they create, and cert-manager's HTTP-01 solver pod, which
+// cert-manager runs in the models namespace for a model's TLS certificate.
+func TestCustomerPlatformPassesOurPolicies(t *testing.T) {
+	t.Parallel()
+	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
+	m, _ := runStack(t, "prod")
+	var policies []map[string]any
+	for _, r := range m.Resources() {
+		if r.Type == "kubernetes:kyverno.io/v1:ClusterPolicy" {
+			p := plainInputs(r.Inputs)
+			if got := helmtest.Get(p, "spec", "rules").([]any)[0].(map[string]any)["validate"]; got != nil &&
+				helmtest.Get(got, "failureAction") != "Enforce" {
+				t.Fatalf("prod enforces its policies, %v says %v", helmtest.Get(p, "metadata", "name"), helmtest.Get(got, "failureAction"))
+			}
+			policies = append(policies, p)
+		}
+	}
+	nodeExporter := helmtest.RenderSubchart(t, filepath.Join(charts, "vllm-stack-0.1.12.tgz"),
+		[]string{"kube-prometheus-stack", "prometheus-node-exporter"}, "kube-prometheus-stack", "monitoring", map[string]any{})
+	alloy := helmtest.RenderChart(t, filepath.Join(charts, "alloy-1.11.1.tgz"), "alloy-logs", "logging", map[string]any{
+		"controller": map[string]any{"type": "daemonset", "tolerations": []any{map[string]any{"operator": "Exists"}}},
+		// reading the host's journal and container logs takes privileges
+		"alloy": map[string]any{"securityContext": map[string]any{"privileged": true}},
+	}, false)
+	var objects []map[string]any
+	for _, o := range append(nodeExporter, alloy...) {
+		if o["kind"] == "DaemonSet" {
+			if o["metadata"].(map[string]any)["namespace"] == nil {
+				o["metadata"].(map[string]any)["namespace"] = map[bool]string{true: "monitoring", false: "logging"}[strings.Contains(helmtest.Get(o, "metadata", "name").(string), "node-exporter")]
+			}
+			objects = append(objects, o, podOf(o, helmtest.Get(o, "metadata", "name").(string)+"-x1y2z"))
+		}
+	}
+	if len(objects) != 4 {
+		t.Fatalf("want node-exporter's and Alloy's DaemonSets and pods, got %d objects", len(objects))
+	}
+	for _, o := range objects {
+		if !strings.Contains(fmt.Sprint(helmtest.Get(o, "spec")), "operator:Exists") {
+			t.Fatalf("%s %s does not tolerate every taint: the test would prove nothing", o["kind"], helmtest.Get(o, "metadata", "name"))
+		}
+		if helmtest.Get(o, "metadata", "name") == "alloy-logs" && !strings.Contains(fmt.Sprint(helmtest.Get(o, "spec")), "privileged:true") {
+			t.Fatal("Alloy is not privileged: the privileged rule would not be exercised")
+		}
+	}
+	objects = append(objects, acmeSolver("models"))
+	out := kyvernotest.Apply(t, policies, objects)
+	if f := out.Verdicts.Failures(); len(f) > 0 {
+		t.Errorf("the customer's own platform fails the prod policies:\n%s", strings.Join(f, "\n"))
+	}
+	t.Logf("%d objects, %d with verdicts: %v", len(objects), len(out.Verdicts), out.Verdicts)
 }

@@ -19,7 +19,8 @@ type pod struct {
 	initNoRes      bool // an init container without resources
 	privileged     bool
 	tolerations    []any
-	daemonSet      bool // owned by a DaemonSet
+	daemonSet      bool     // owned by a DaemonSet
+	owner          []string // apiVersion and kind of another controlling owner
 }
 
 var (
@@ -58,7 +59,10 @@ func (p pod) object() map[string]any {
 	}
 	meta := map[string]any{"name": p.name, "namespace": p.ns}
 	if p.daemonSet {
-		meta["ownerReferences"] = []any{map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "0b1c"}}
+		p.owner = []string{"apps/v1", "DaemonSet"}
+	}
+	if p.owner != nil {
+		meta["ownerReferences"] = []any{map[string]any{"apiVersion": p.owner[0], "kind": p.owner[1], "name": "owner", "uid": "0b1c", "controller": true}}
 	}
 	if p.kind == "" {
 		return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
@@ -111,7 +115,18 @@ func TestPoliciesInKyverno(t *testing.T) {
 		// ...unless it runs in the serving namespace
 		{pod: pod{name: "cpu-in-models", ns: "models", image: "quay.io/acme/web:1"}, fail: []string{nsImages}},
 		// per-node agents and the platform's own DaemonSets
-		{pod: pod{name: "agent", ns: "logging", image: "quay.io/acme/agent:1", tolerations: []any{wildcard}, daemonSet: true}, fail: []string{gpuImages}},
+		// node agents run on every node, GPU nodes included: the platform's
+		{pod: pod{name: "agent", ns: "logging", image: "quay.io/acme/agent:1", tolerations: []any{wildcard}, daemonSet: true}},
+		{pod: pod{name: "agent-privileged", ns: "security", image: "quay.io/acme/sensor:1", tolerations: []any{wildcard}, privileged: true, daemonSet: true}},
+		{pod: pod{name: "agent-gpu-aware", ns: "monitoring", image: "quay.io/acme/gpu-agent:1", tolerations: []any{gpuTol}, daemonSet: true}},
+		{pod: pod{name: "ds-agent", ns: "monitoring", kind: "DaemonSet", image: "quay.io/acme/gpu-agent:1", tolerations: []any{gpuTol}, privileged: true}},
+		// ...but a DaemonSet that requests GPUs is a GPU workload
+		{pod: pod{name: "gpu-daemonset", ns: "team-a", gpu: "nvidia.com/gpu", image: "quay.io/acme/burn:1", daemonSet: true}, fail: []string{gpuImages}, toleration: true},
+		// a pod an operator creates for its own resource (cert-manager's
+		// HTTP-01 solver for a Challenge) in our namespace is the platform's
+		{pod: pod{name: "acme-solver", ns: "models", image: "quay.io/jetstack/cert-manager-acmesolver:v1.21.1", owner: []string{"acme.cert-manager.io/v1", "Challenge"}}},
+		// ...while our own controllers' pods there are checked
+		{pod: pod{name: "replicaset-in-models", ns: "models", image: "quay.io/acme/web:1", owner: []string{"apps/v1", "ReplicaSet"}}, fail: []string{nsImages}},
 		{pod: pod{name: "gpu-operator-driver", ns: "gpu-platform", tolerations: []any{gpuTol}, privileged: true, daemonSet: true}},
 		{pod: pod{name: "platform-not-nvidia", ns: "gpu-platform", image: "quay.io/x/y:1"}, fail: []string{nsImages}},
 		// pod controllers are checked when applied (Kyverno's autogen)

@@ -39,7 +39,20 @@ var (
 	// Tolerating the GPU taint: its key, or the wildcard toleration.
 	celTolerates = variable("tolerates", "has(object.spec.tolerations) && object.spec.tolerations.exists(t, "+
 		"(has(t.key) && t.key == '"+gpupool.GPUTaintKey+"') || ((!has(t.key) || t.key == '') && has(t.operator) && t.operator == 'Exists'))")
-	celOnGPUNodes = variable("onGPUNodes", "variables.gpu || variables.tolerates")
+	// Aimed at GPU nodes: the GPU taint's own key, not the wildcard that
+	// node agents (node-exporter, log collectors, CNI) carry to run on
+	// every node.
+	celTargetsGPUNodes = variable("targetsGPUNodes", "has(object.spec.tolerations) && object.spec.tolerations.exists(t, "+
+		"has(t.key) && t.key == '"+gpupool.GPUTaintKey+"')")
+	// The GPU rules' subject: a pod that requests a GPU, or one that is
+	// aimed at GPU nodes and is no node agent (a DaemonSet's pod).
+	celGPUWorkload = variable("gpuWorkload", "variables.gpu || (variables.targetsGPUNodes && !variables.daemonSet)")
+	// A pod an operator created for a custom resource of its own (owned by
+	// something outside the core, apps and batch APIs), such as
+	// cert-manager's HTTP-01 solver for a Challenge: the platform's, not
+	// ours, even in our namespaces.
+	celOperatorOwned = variable("operatorOwned", "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, "+
+		"has(o.controller) && o.controller && o.apiVersion != 'v1' && !o.apiVersion.startsWith('apps/') && !o.apiVersion.startsWith('batch/'))")
 	// The same normalisation as NormalizeImage: docker.io for images without
 	// a registry host, docker.io/library for single-name images.
 	celImages = variable("images", "variables.containers.map(c, c.image.contains('/') ? "+
@@ -105,24 +118,25 @@ func allowedRegistries(r Resolved) map[string]any {
 	msg := "images must come from the allowed registries: " + list
 	action := r.AllowedRegistries.Action
 	return clusterPolicy(AllowedRegistriesName, "GPU images from allowed registries",
-		"Pods that can run on GPU nodes, and every pod in the platform and serving namespaces, pull images only from "+list+".",
-		nil,
+		"GPU workloads, and the pods of the platform and serving namespaces, pull images only from "+list+
+			". Node agents (DaemonSets) and pods an operator creates for its own resources are the platform's and left alone.",
+		noDaemonSetAutogen,
 		validateRule(RuleGPUPodRegistries, action, podMatch(nil), nil,
-			[]any{celContainers, celGPU, celTolerates, celOnGPUNodes, celImages}, "!variables.onGPUNodes || "+allowed, msg),
+			[]any{celContainers, celGPU, celTargetsGPUNodes, celDaemonSet, celGPUWorkload, celImages}, "!variables.gpuWorkload || "+allowed, msg),
 		validateRule(RuleNamespaceRegistries, action, podMatch([]string{r.PlatformNamespace, r.ServingNamespace}), nil,
-			[]any{celContainers, celImages}, allowed, msg))
+			[]any{celContainers, celImages, celOperatorOwned}, "variables.operatorOwned || "+allowed, msg))
 }
 
 func disallowPrivileged(r Resolved) map[string]any {
 	exempt := r.exempt(r.DisallowPrivileged.ExemptNamespaces)
 	return clusterPolicy(DisallowPrivilegedName, "No privileged GPU containers",
-		"Pods that can run on GPU nodes run no privileged container, outside "+strings.Join(exempt, ", ")+
-			" (the GPU operator's DaemonSets need privileges to load drivers).",
-		nil, validateRule(RuleNoPrivileged, r.DisallowPrivileged.Action, podMatch(nil), exclude(exempt),
-			[]any{celContainers, celGPU, celTolerates, celOnGPUNodes},
-			"!variables.onGPUNodes || variables.containers.all(c, !has(c.securityContext) || "+
+		"GPU workloads run no privileged container, outside "+strings.Join(exempt, ", ")+
+			" (the GPU operator's DaemonSets need privileges to load drivers); node agents (DaemonSets) are the platform's.",
+		noDaemonSetAutogen, validateRule(RuleNoPrivileged, r.DisallowPrivileged.Action, podMatch(nil), exclude(exempt),
+			[]any{celContainers, celGPU, celTargetsGPUNodes, celDaemonSet, celGPUWorkload},
+			"!variables.gpuWorkload || variables.containers.all(c, !has(c.securityContext) || "+
 				"!has(c.securityContext.privileged) || !c.securityContext.privileged)",
-			"containers of pods that can run on GPU nodes must not be privileged"))
+			"containers of GPU workloads must not be privileged"))
 }
 
 // gpuToleration adds the GPU toleration to pods that request a GPU. A
@@ -156,13 +170,17 @@ func gpuTaint(r Resolved) map[string]any {
 	return clusterPolicy(GPUTaintName, "GPU nodes for GPU pods",
 		"Pods that tolerate "+gpupool.GPUTaint+" without requesting a GPU are rejected, outside "+
 			strings.Join(exempt, ", ")+" and DaemonSets.",
-		// DaemonSets (log shippers, CNI, exporters) run on every node by design.
-		map[string]any{"pod-policies.kyverno.io/autogen-controllers": "Deployment,ReplicaSet,StatefulSet,Job,CronJob"},
+		noDaemonSetAutogen,
 		validateRule(RuleTaintNeedsGPU, r.GPUTaint.Action, podMatch(nil), exclude(exempt),
 			[]any{celContainers, celGPU, celTolerates, celDaemonSet},
 			"!variables.tolerates || variables.gpu || variables.daemonSet",
 			"only pods that request nvidia.com/gpu may tolerate the GPU taint "+gpupool.GPUTaint))
 }
+
+// noDaemonSetAutogen leaves DaemonSets out of Kyverno's autogen: node
+// agents (log shippers, CNI, exporters) run on every node by design, and
+// their pods are judged as pods.
+var noDaemonSetAutogen = map[string]any{"pod-policies.kyverno.io/autogen-controllers": "Deployment,ReplicaSet,StatefulSet,Job,CronJob"}
 
 func clusterPolicy(name, title, description string, annotations map[string]any, rules ...map[string]any) map[string]any {
 	ann := map[string]any{
