@@ -30,16 +30,26 @@ type Pool struct {
 	MIGProfile catalog.MIGProfile `json:"migProfile,omitempty"`
 	// MIGInstance is NVIDIA's name of one partition, e.g. "3g.40gb".
 	MIGInstance string `json:"migInstance,omitempty"`
-	// GPUResourcesPerNode is how many nvidia.com/gpu a node advertises with
-	// the single MIG strategy (physical GPUs times instances per GPU).
+	// GPUResource is the extended resource a node of the pool advertises
+	// and a pod requests to run here. MIG pools run the device plugin's
+	// single strategy on their own nodes (each has a device plugin config
+	// of its own), so their instances are nvidia.com/gpu too.
+	GPUResource string `json:"gpuResource"`
+	// GPUResourcesPerNode is how many GPUResource a node advertises
+	// (physical GPUs times MIG instances per GPU, times time-slicing
+	// replicas).
 	GPUResourcesPerNode int `json:"gpuResourcesPerNode"`
 	// MemoryPerGPUResourceGB is the memory behind one nvidia.com/gpu.
 	MemoryPerGPUResourceGB int `json:"memoryPerGpuResourceGB"`
 	// TimeSlicing is how many pods share one GPU (0: not shared).
-	TimeSlicing int  `json:"timeSlicing,omitempty"`
-	MinNodes    int  `json:"minNodes"`
-	MaxNodes    int  `json:"maxNodes"`
-	Spot        bool `json:"spot"`
+	TimeSlicing int `json:"timeSlicing,omitempty"`
+	// DevicePluginConfig is the device plugin config its nodes select
+	// (LabelDevicePluginConfig), "" for the default: MIG pools (the single
+	// strategy) and time-slicing pools have their own, named after them.
+	DevicePluginConfig string `json:"devicePluginConfig,omitempty"`
+	MinNodes           int    `json:"minNodes"`
+	MaxNodes           int    `json:"maxNodes"`
+	Spot               bool   `json:"spot"`
 	// NodeSelector lands a pod on this pool and no other.
 	NodeSelector map[string]string `json:"nodeSelector"`
 	// Tolerations are what a pod needs to run here.
@@ -61,6 +71,7 @@ func NewFacts(spec Spec, sku catalog.SKU) Pool {
 		GPUModel:               sku.GPU.Model,
 		GPUsPerNode:            sku.GPUs,
 		GPUMemoryGB:            sku.GPU.MemoryGB,
+		GPUResource:            GPUResourceName,
 		GPUResourcesPerNode:    sku.GPUs,
 		MemoryPerGPUResourceGB: sku.GPU.MemoryGB,
 		MinNodes:               spec.MinNodes,
@@ -81,17 +92,25 @@ func NewFacts(spec Spec, sku catalog.SKU) Pool {
 		p.GPUResourcesPerNode *= spec.TimeSlicing
 		p.MemoryPerGPUResourceGB /= spec.TimeSlicing
 	}
+	if p.MIGProfile != "" || p.TimeSlicing > 1 {
+		p.DevicePluginConfig = spec.Name
+	}
 	if spec.Spot {
 		p.Tolerations = append(p.Tolerations, SpotToleration)
 	}
 	return p
 }
 
+// GPUResourceName is the device plugin's resource for whole GPUs, and for
+// MIG instances under its single strategy.
+const GPUResourceName = "nvidia.com/gpu"
+
 // NodeLabels are the labels every node of the pool carries on every target:
 // the user's extra labels, then the program's own, which win (validation
 // keeps them apart). A target adds its own (bare metal's autoscaler and
 // MIG labels).
-func NodeLabels(spec Spec, sku catalog.SKU) map[string]string {
+func NodeLabels(pool Resolved) map[string]string {
+	spec, sku := pool.Spec, pool.SKU
 	l := make(map[string]string, len(spec.Labels)+7)
 	maps.Copy(l, spec.Labels)
 	l[LabelPool] = spec.Name
@@ -99,8 +118,8 @@ func NodeLabels(spec Spec, sku catalog.SKU) map[string]string {
 	l[LabelGPUCount] = strconv.Itoa(sku.GPUs)
 	l[LabelSKU] = sku.Name
 	l[LabelGPUPresent] = "true"
-	if spec.TimeSlicing > 1 {
-		l[LabelDevicePluginConfig] = spec.Name
+	if c := pool.Facts.DevicePluginConfig; c != "" {
+		l[LabelDevicePluginConfig] = c
 	}
 	return l
 }

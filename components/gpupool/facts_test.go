@@ -23,7 +23,7 @@ func TestNewFacts(t *testing.T) {
 			spec: Spec{Name: "a100", SKU: "Standard_NC48ads_A100_v4", MaxNodes: 4},
 			want: Pool{
 				Name: "a100", Target: "aks", SKU: "Standard_NC48ads_A100_v4", GPUModel: "NVIDIA A100 80GB PCIe",
-				GPUsPerNode: 2, GPUMemoryGB: 80, GPUResourcesPerNode: 2, MemoryPerGPUResourceGB: 80, MaxNodes: 4,
+				GPUsPerNode: 2, GPUMemoryGB: 80, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 2, MemoryPerGPUResourceGB: 80, MaxNodes: 4,
 				NodeSelector: map[string]string{"gpu.natron.cloud/pool": "a100"},
 				Tolerations:  []Toleration{gpuTol},
 			},
@@ -33,7 +33,7 @@ func TestNewFacts(t *testing.T) {
 			spec: Spec{Name: "h100spot", SKU: "Standard_NC80adis_H100_v5", MinNodes: 1, MaxNodes: 8, Spot: true},
 			want: Pool{
 				Name: "h100spot", Target: "aks", SKU: "Standard_NC80adis_H100_v5", GPUModel: "NVIDIA H100 NVL",
-				GPUsPerNode: 2, GPUMemoryGB: 94, GPUResourcesPerNode: 2, MemoryPerGPUResourceGB: 94, MinNodes: 1, MaxNodes: 8, Spot: true,
+				GPUsPerNode: 2, GPUMemoryGB: 94, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 2, MemoryPerGPUResourceGB: 94, MinNodes: 1, MaxNodes: 8, Spot: true,
 				NodeSelector: map[string]string{"gpu.natron.cloud/pool": "h100spot"},
 				Tolerations:  []Toleration{gpuTol, spotTol},
 			},
@@ -44,9 +44,10 @@ func TestNewFacts(t *testing.T) {
 			want: Pool{
 				Name: "train", Target: "natron", SKU: "a100-80gb-x8", GPUModel: "NVIDIA A100 80GB SXM4",
 				GPUsPerNode: 8, GPUMemoryGB: 80, MIGProfile: "MIG1g", MIGInstance: "1g.10gb",
-				GPUResourcesPerNode: 56, MemoryPerGPUResourceGB: 10, MaxNodes: 2,
-				NodeSelector: map[string]string{"gpu.natron.cloud/pool": "train"},
-				Tolerations:  []Toleration{gpuTol},
+				GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 56, MemoryPerGPUResourceGB: 10, MaxNodes: 2,
+				DevicePluginConfig: "train", // the single strategy on its nodes
+				NodeSelector:       map[string]string{"gpu.natron.cloud/pool": "train"},
+				Tolerations:        []Toleration{gpuTol},
 			},
 		},
 		{
@@ -54,9 +55,10 @@ func TestNewFacts(t *testing.T) {
 			spec: Spec{Name: "notebook", SKU: "a100-80gb-x4", MaxNodes: 2, TimeSlicing: 4},
 			want: Pool{
 				Name: "notebook", Target: "natron", SKU: "a100-80gb-x4", GPUModel: "NVIDIA A100 80GB SXM4",
-				GPUsPerNode: 4, GPUMemoryGB: 80, GPUResourcesPerNode: 16, MemoryPerGPUResourceGB: 20, TimeSlicing: 4, MaxNodes: 2,
-				NodeSelector: map[string]string{"gpu.natron.cloud/pool": "notebook"},
-				Tolerations:  []Toleration{gpuTol},
+				GPUsPerNode: 4, GPUMemoryGB: 80, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 16, MemoryPerGPUResourceGB: 20, TimeSlicing: 4, MaxNodes: 2,
+				DevicePluginConfig: "notebook",
+				NodeSelector:       map[string]string{"gpu.natron.cloud/pool": "notebook"},
+				Tolerations:        []Toleration{gpuTol},
 			},
 		},
 	}
@@ -76,7 +78,7 @@ func TestNodeLabelsProgramWins(t *testing.T) {
 	sku := mustSKU(t, catalog.AKS, "Standard_NC24ads_A100_v4")
 	// Validation rejects this; the mapping must still never let a user label
 	// move a node out of its pool's selector.
-	got := NodeLabels(Spec{Name: "a100", Labels: map[string]string{LabelPool: "other", "team": "ml"}}, sku)
+	got := NodeLabels(Resolve(Spec{Name: "a100", Labels: map[string]string{LabelPool: "other", "team": "ml"}}, sku))
 	if got[LabelPool] != "a100" || got["team"] != "ml" || got[LabelGPUPresent] != "true" {
 		t.Fatalf("NodeLabels = %v", got)
 	}

@@ -111,7 +111,7 @@ const (
 	// LabelGPUPresent is what the NVIDIA device plugin chart selects on.
 	LabelGPUPresent = "nvidia.com/gpu.present"
 	// LabelDevicePluginConfig picks the node's entry in the device plugin's
-	// config map (time-slicing pools get their own).
+	// config map (MIG and time-slicing pools get their own).
 	LabelDevicePluginConfig = "nvidia.com/device-plugin.config"
 
 	// GPUTaintKey etc. make up nvidia.com/gpu=present:NoSchedule.

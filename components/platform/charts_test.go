@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/natron/gpu-node-pools/components/helm"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
@@ -93,8 +95,6 @@ func TestDevicePluginChartOnProd(t *testing.T) {
 	if len(dss) == 0 {
 		t.Fatal("no DaemonSet rendered")
 	}
-	// Without time-slicing there is no config map, so no config-manager
-	// containers: every container must have requests and limits.
 	main := map[string]string{
 		"nvidia-device-plugin":                    "nvidia-device-plugin-ctr",
 		"nvidia-device-plugin-mps-control-daemon": "mps-control-daemon-ctr",
@@ -107,29 +107,49 @@ func TestDevicePluginChartOnProd(t *testing.T) {
 		}
 		checkGPUDaemonSet(t, ds, true, main[name])
 	}
+	// The MIG pool's nodes select a config of their own: the config map
+	// brings the chart's config-manager containers, which chart 0.20.0
+	// gives no resources (no value for them; README). Every other
+	// container has requests and limits.
+	configManager := map[string]bool{
+		"nvidia-device-plugin-init": true, "nvidia-device-plugin-sidecar": true,
+		"mps-control-daemon-init": true, "mps-control-daemon-sidecar": true,
+	}
 	for _, ds := range dss {
 		pod := get(ds, "spec", "template", "spec")
 		for _, key := range []string{"containers", "initContainers"} {
 			cs, _ := get(pod, key).([]any)
 			for _, c := range cs {
+				if configManager[get(c, "name").(string)] {
+					continue
+				}
 				if get(c, "resources", "limits", "memory") == nil || get(c, "resources", "requests", "cpu") == nil {
 					t.Errorf("%v/%v has no requests and limits", get(ds, "metadata", "name"), get(c, "name"))
 				}
 			}
 		}
 	}
-	if cms := ofKind(objs, "ConfigMap"); len(cms) != 0 {
-		t.Errorf("no time-slicing pool in prod: no config map wanted, got %v", cms)
+	// The MIG pool (nd96, MIG3g) runs the single strategy on its nodes,
+	// every other node the default, none.
+	cms := ofKind(objs, "ConfigMap")
+	if len(cms) != 1 {
+		t.Fatalf("want the device plugin's config map, got %v", cms)
 	}
-	// prod's only MIG pool uses MIG3g: single strategy
-	var plugin map[string]any
+	got := map[string]string{}
+	for k, v := range get(cms[0], "data").(map[string]any) {
+		got[k] = strings.TrimSpace(v.(string))
+	}
+	if diff := cmp.Diff(map[string]string{
+		"default": "flags:\n  migStrategy: none\nversion: v1",
+		"nd96":    "flags:\n  migStrategy: single\nversion: v1",
+	}, got); diff != "" {
+		t.Errorf("device plugin configs (-want +got):\n%s", diff)
+	}
+	// No global strategy: MIG_STRATEGY would override every node's config.
 	for _, ds := range dss {
-		if get(ds, "metadata", "name") == "nvidia-device-plugin" {
-			plugin = ds
+		if strings.Contains(toJSON(ds), "MIG_STRATEGY") {
+			t.Errorf("%s sets MIG_STRATEGY", get(ds, "metadata", "name"))
 		}
-	}
-	if !strings.Contains(toJSON(get(plugin, "spec", "template", "spec", "containers")), `{"name":"MIG_STRATEGY","value":"single"}`) {
-		t.Errorf("MIG strategy not passed to the device plugin: %s", toJSON(get(plugin, "spec", "template", "spec", "containers")))
 	}
 }
 
@@ -210,7 +230,9 @@ func TestGPUOperatorChartOnDev(t *testing.T) {
 	if !hasToleration(get(cp, "daemonsets", "tolerations"), "nvidia.com/gpu", "Exists", "", "NoSchedule") {
 		t.Errorf("operand tolerations: %v", get(cp, "daemonsets", "tolerations"))
 	}
-	if get(cp, "mig", "strategy") != "single" || get(cp, "migManager", "enabled") != true {
+	// No strategy in the ClusterPolicy: the operator then sets no
+	// MIG_STRATEGY and each node's device plugin config decides.
+	if get(cp, "mig", "strategy") != nil || get(cp, "migManager", "enabled") != true {
 		t.Errorf("MIG: %v, manager %v", get(cp, "mig"), get(cp, "migManager", "enabled"))
 	}
 	// The operator builds the operand DaemonSets from these specs: each must

@@ -57,44 +57,43 @@ func Tolerations(pools []gpupool.Pool) []toleration {
 	return t
 }
 
-// MIGStrategy follows the pools: none without MIG, single when every MIG
-// pool uses the same profile (one resource name, nvidia.com/gpu), mixed
-// otherwise (nvidia.com/mig-<profile> per partition size).
-func MIGStrategy(pools []gpupool.Pool) string {
-	profiles := map[string]bool{}
-	for _, p := range pools {
-		if p.MIGProfile != "" {
-			profiles[string(p.MIGProfile)] = true
-		}
-	}
-	switch len(profiles) {
-	case 0:
-		return "none"
-	case 1:
-		return "single"
-	}
-	return "mixed"
-}
+// MIG strategies of the device plugin (api/config/v1/consts.go in
+// NVIDIA/k8s-device-plugin at v0.20.0).
+const (
+	MIGStrategyNone   = "none"
+	MIGStrategySingle = "single"
+)
 
-// devicePluginConfigs is the device plugin's config map: "default" for every
-// node, plus one entry per time-slicing pool, which its nodes select with
-// the nvidia.com/device-plugin.config label.
+// hasMIG reports whether a pool is split with MIG.
+func hasMIG(p gpupool.Pool) bool { return p.MIGProfile != "" }
+
+// devicePluginConfigs is the device plugin's config map: "default" for
+// every node without a config of its own, plus the entry each MIG or
+// time-slicing pool's nodes select with the nvidia.com/device-plugin.config
+// label (the pool's DevicePluginConfig). A MIG pool runs the single
+// strategy on its own nodes, whatever the other pools do, so its instances
+// are nvidia.com/gpu, the resource its pods request; no global strategy
+// (which would turn mixed with two MIG profiles and rename every instance
+// nvidia.com/mig-<profile>) is set.
 func devicePluginConfigs(pools []gpupool.Pool) map[string]string {
-	strategy := MIGStrategy(pools)
-	entry := func(replicas int) string {
+	entry := func(strategy string, replicas int) string {
 		c := map[string]any{"version": "v1", "flags": map[string]any{"migStrategy": strategy}}
 		if replicas > 1 {
 			c["sharing"] = map[string]any{"timeSlicing": map[string]any{
-				"resources": []any{map[string]any{"name": "nvidia.com/gpu", "replicas": replicas}},
+				"resources": []any{map[string]any{"name": gpupool.GPUResourceName, "replicas": replicas}},
 			}}
 		}
 		b, _ := yaml.Marshal(c) // plain maps of strings and ints always marshal
 		return string(b)
 	}
-	out := map[string]string{"default": entry(0)}
+	out := map[string]string{"default": entry(MIGStrategyNone, 0)}
 	for _, p := range pools {
-		if p.TimeSlicing > 1 {
-			out[p.Name] = entry(p.TimeSlicing)
+		switch {
+		case p.DevicePluginConfig == "":
+		case hasMIG(p):
+			out[p.DevicePluginConfig] = entry(MIGStrategySingle, 0)
+		default:
+			out[p.DevicePluginConfig] = entry(MIGStrategyNone, p.TimeSlicing)
 		}
 	}
 	return out
@@ -117,7 +116,6 @@ type devicePluginConfig struct {
 }
 
 type devicePluginValues struct {
-	MigStrategy  string              `json:"migStrategy"`
 	NodeSelector map[string]string   `json:"nodeSelector"`
 	Tolerations  []toleration        `json:"tolerations"`
 	Resources    resources           `json:"resources"`
@@ -128,15 +126,18 @@ type devicePluginValues struct {
 // validated, defaulted spec.
 func DevicePluginValues(s Spec, pools []gpupool.Pool) map[string]any {
 	v := devicePluginValues{
-		MigStrategy:  MIGStrategy(pools),
 		NodeSelector: gpuNodeSelector,
 		Tolerations:  Tolerations(pools),
 		Resources:    smallAgent,
 	}
 	// A config map brings the chart's config-manager init and sidecar
 	// containers, which the chart gives no resources: use one only when a
-	// pool needs its own config (time-slicing).
-	if slices.ContainsFunc(pools, func(p gpupool.Pool) bool { return p.TimeSlicing > 1 }) {
+	// pool needs its own config (MIG, time-slicing). Without one, the plugin
+	// runs its default strategy, none. The chart's migStrategy value stays
+	// unset: as MIG_STRATEGY it would override every node's config
+	// (api/config/v1/config.go, NewConfig: flags and environment before the
+	// config file).
+	if slices.ContainsFunc(pools, func(p gpupool.Pool) bool { return p.DevicePluginConfig != "" }) {
 		v.Config = &devicePluginConfig{Map: devicePluginConfigs(pools), Default: "default"}
 	}
 	return helm.Merge(helm.Values(v), s.Values.DevicePlugin)
@@ -186,7 +187,11 @@ type gpuOperatorValues struct {
 	Validator          operand `json:"validator"`
 	GFD                operand `json:"gfd"`
 	NodeStatusExporter operand `json:"nodeStatusExporter"`
-	MIG                struct {
+	// MIG.Strategy is empty: the chart then writes none into the
+	// ClusterPolicy, and the operator sets no MIG_STRATEGY, leaving the
+	// strategy to each node's device plugin config (applyMIGConfiguration
+	// in controllers/object_controls.go at v26.7.0).
+	MIG struct {
 		Strategy string `json:"strategy"`
 	} `json:"mig"`
 	MIGManager   operand `json:"migManager"`
@@ -239,12 +244,7 @@ func GPUOperatorValues(s Spec, pools []gpupool.Pool) map[string]any {
 	v.Driver = operand{Enabled: &on, Resources: &driverAgent}
 	v.Toolkit = operand{Enabled: &on, Resources: &smallAgent}
 	v.Validator, v.GFD, v.NodeStatusExporter = agent(smallAgent), agent(smallAgent), agent(smallAgent)
-	strategy := MIGStrategy(pools)
-	v.MIG.Strategy = strategy
-	if strategy == "none" {
-		v.MIG.Strategy = "single" // the chart's default; nothing is partitioned
-	}
-	migOn := strategy != "none"
+	migOn := slices.ContainsFunc(pools, hasMIG)
 	v.MIGManager = operand{Enabled: &migOn, Resources: &smallAgent}
 	v.DevicePlugin.Resources = smallAgent
 	c := &v.DevicePlugin.Config

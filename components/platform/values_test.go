@@ -10,21 +10,28 @@ import (
 	"github.com/natron/gpu-node-pools/components/helm"
 )
 
-func TestMIGStrategy(t *testing.T) {
+// Each MIG pool's nodes select a config of their own with the single
+// strategy, whatever the other pools' profiles; time-slicing pools share
+// their GPUs; everything else runs the default.
+func TestDevicePluginConfigs(t *testing.T) {
 	t.Parallel()
-	p := func(profile string) gpupool.Pool { return gpupool.Pool{MIGProfile: catalog.MIGProfile(profile)} }
-	for _, tc := range []struct {
-		pools []gpupool.Pool
-		want  string
-	}{
-		{nil, "none"},
-		{[]gpupool.Pool{p(""), p("")}, "none"},
-		{[]gpupool.Pool{p(""), p("MIG3g"), p("MIG3g")}, "single"},
-		{[]gpupool.Pool{p("MIG1g"), p("MIG3g")}, "mixed"},
-	} {
-		if got := MIGStrategy(tc.pools); got != tc.want {
-			t.Errorf("MIGStrategy(%v) = %s, want %s", tc.pools, got, tc.want)
+	p := func(name, profile string, slicing int) gpupool.Pool {
+		f := gpupool.Pool{Name: name, MIGProfile: catalog.MIGProfile(profile), TimeSlicing: slicing}
+		if profile != "" || slicing > 1 {
+			f.DevicePluginConfig = name
 		}
+		return f
+	}
+	got := devicePluginConfigs([]gpupool.Pool{p("plain", "", 0), p("mig3", "MIG3g", 0), p("mig1", "MIG1g", 0), p("shared", "", 4)})
+	want := map[string]string{
+		"default": "flags:\n  migStrategy: none\nversion: v1\n",
+		"mig3":    "flags:\n  migStrategy: single\nversion: v1\n",
+		"mig1":    "flags:\n  migStrategy: single\nversion: v1\n",
+		"shared": "flags:\n  migStrategy: none\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n" +
+			"      replicas: 4\nversion: v1\n",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("device plugin configs (-want +got):\n%s", diff)
 	}
 }
 
@@ -32,15 +39,14 @@ func TestDevicePluginValues(t *testing.T) {
 	t.Parallel()
 	pools := []gpupool.Pool{
 		{Name: "spot", Spot: true},
-		{Name: "mig", MIGProfile: "MIG2g"},
-		{Name: "shared", TimeSlicing: 4},
+		{Name: "mig", MIGProfile: "MIG2g", DevicePluginConfig: "mig"},
+		{Name: "shared", TimeSlicing: 4, DevicePluginConfig: "shared"},
 	}
 	s := Spec{Values: ExtraValues{DevicePlugin: map[string]any{
 		"priorityClassName": "gpu-critical",
 		"resources":         map[string]any{"limits": map[string]any{"memory": "512Mi"}},
 	}}}.Defaults(DevicePlugin)
 	want := map[string]any{
-		"migStrategy":  "single",
 		"nodeSelector": map[string]any{"nvidia.com/gpu.present": "true"},
 		"tolerations": []any{
 			map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
@@ -55,8 +61,9 @@ func TestDevicePluginValues(t *testing.T) {
 		"config": map[string]any{
 			"default": "default",
 			"map": map[string]any{
-				"default": "flags:\n  migStrategy: single\nversion: v1\n",
-				"shared": "flags:\n  migStrategy: single\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n" +
+				"default": "flags:\n  migStrategy: none\nversion: v1\n",
+				"mig":     "flags:\n  migStrategy: single\nversion: v1\n",
+				"shared": "flags:\n  migStrategy: none\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n" +
 					"      replicas: 4\nversion: v1\n",
 			},
 		},

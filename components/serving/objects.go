@@ -188,8 +188,8 @@ func CronJob(ns string, j Job) map[string]any {
 	container := map[string]any{
 		"name": j.Name, "image": j.Image,
 		"resources": map[string]any{
-			"requests": map[string]any{"nvidia.com/gpu": gpus, "cpu": fmt.Sprint(4 * j.GPUs), "memory": fmt.Sprintf("%dGi", 16*j.GPUs)},
-			"limits":   map[string]any{"nvidia.com/gpu": gpus, "cpu": fmt.Sprint(8 * j.GPUs), "memory": fmt.Sprintf("%dGi", 32*j.GPUs)},
+			"requests": map[string]any{j.Pool.GPUResource: gpus, "cpu": fmt.Sprint(4 * j.GPUs), "memory": fmt.Sprintf("%dGi", 16*j.GPUs)},
+			"limits":   map[string]any{j.Pool.GPUResource: gpus, "cpu": fmt.Sprint(8 * j.GPUs), "memory": fmt.Sprintf("%dGi", 32*j.GPUs)},
 		},
 	}
 	if len(j.Command) > 0 {

@@ -88,7 +88,7 @@ func VLLMValues(e Engine) map[string]any {
 		"requestMemory":     fmt.Sprintf("%dGi", hostMemGi),
 		"limitMemory":       fmt.Sprintf("%dGi", hostMemGi*3/2),
 		"requestGPU":        tp,
-		"requestGPUType":    "nvidia.com/gpu",
+		"requestGPUType":    e.Pool.GPUResource,
 		"runtimeClassName":  e.RuntimeClass,
 		"priorityClassName": e.PriorityClass,
 		"enableLoRA":        false,

@@ -40,7 +40,7 @@ func AgentPoolArgs(cluster Cluster, pool gpupool.Resolved) *containerservice.Age
 		OsDiskType:        pulumi.String("Managed"),
 		OsDiskSizeGB:      pulumi.Int(disk),
 		NodeTaints:        pulumi.StringArray{pulumi.String(gpupool.GPUTaint)},
-		NodeLabels:        pulumi.ToStringMap(gpupool.NodeLabels(spec, pool.SKU)),
+		NodeLabels:        pulumi.ToStringMap(gpupool.NodeLabels(pool)),
 		EnableAutoScaling: pulumi.Bool(true),
 		MinCount:          pulumi.Int(spec.MinNodes),
 		MaxCount:          pulumi.Int(spec.MaxNodes),

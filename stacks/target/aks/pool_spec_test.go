@@ -101,6 +101,8 @@ func TestAgentPoolArgs(t *testing.T) {
 					"gpu.natron.cloud/gpu-count": pulumi.String("8"),
 					"gpu.natron.cloud/sku":       pulumi.String("Standard_ND96amsr_A100_v4"),
 					"nvidia.com/gpu.present":     pulumi.String("true"),
+					// its own device plugin config: the single MIG strategy
+					"nvidia.com/device-plugin.config": pulumi.String("nd96"),
 				})
 				a.GpuInstanceProfile = pulumi.String("MIG3g")
 				return a

@@ -163,7 +163,7 @@ func Objects(c Cluster, pool gpupool.Resolved) ClusterAPIObjects {
 // Cluster API autoscaler's accelerator label and, with MIG, the layout the
 // GPU operator's MIG manager applies.
 func NodeLabels(pool gpupool.Resolved) map[string]string {
-	l := gpupool.NodeLabels(pool.Spec, pool.SKU)
+	l := gpupool.NodeLabels(pool)
 	l[LabelAccelerator] = pool.SKU.GPU.Label
 	if pool.Facts.MIGInstance != "" {
 		l[LabelMIGConfig] = "all-" + pool.Facts.MIGInstance
@@ -179,7 +179,7 @@ func autoscalerAnnotations(pool gpupool.Resolved, nodeLabels map[string]string) 
 		AnnotationMaxSize:            strconv.Itoa(pool.Spec.MaxNodes),
 		capacityPrefix + "cpu":       strconv.Itoa(pool.SKU.VCPUs),
 		capacityPrefix + "memory":    strconv.Itoa(pool.SKU.MemoryGiB) + "Gi",
-		capacityPrefix + "gpu-type":  "nvidia.com/gpu",
+		capacityPrefix + "gpu-type":  pool.Facts.GPUResource, // the resource name the template node offers
 		capacityPrefix + "gpu-count": strconv.Itoa(pool.Facts.GPUResourcesPerNode),
 		capacityPrefix + "labels":    joinLabels(nodeLabels),
 		capacityPrefix + "taints":    gpupool.GPUTaint,

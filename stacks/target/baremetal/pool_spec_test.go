@@ -137,7 +137,7 @@ func TestBareMetalObjects(t *testing.T) {
 			want: func(b, i string) ClusterAPIObjects {
 				return wantObjects("train", "a100-80gb-x8", b, i,
 					"cluster-api/accelerator=a100-80gb,gpu.natron.cloud/gpu-count=8,gpu.natron.cloud/gpu-model=a100-80gb,"+
-						"gpu.natron.cloud/pool=train,gpu.natron.cloud/sku=a100-80gb-x8,nvidia.com/gpu.present=true,nvidia.com/mig.config=all-3g.40gb",
+						"gpu.natron.cloud/pool=train,gpu.natron.cloud/sku=a100-80gb-x8,nvidia.com/device-plugin.config=train,nvidia.com/gpu.present=true,nvidia.com/mig.config=all-3g.40gb",
 					"16", "256", "2048Gi", "2")
 			},
 		},
