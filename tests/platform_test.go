@@ -46,9 +46,14 @@ func TestPlatformOnAKSUnderMocks(t *testing.T) {
 		}
 		checks++
 	}
+	// prod's MIG pool (nd96) runs the single strategy on its own nodes;
+	// no global strategy overrides it
 	dp, _ := m.ByName(chartType, "gpu-nvidia-device-plugin")
-	if got := str(dp.Inputs, "values", "migStrategy"); got != "single" {
-		t.Errorf("prod has one MIG profile (MIG3g): migStrategy %q, want single", got)
+	if got := dig(dp.Inputs, "values", "migStrategy"); !got.IsNull() {
+		t.Errorf("migStrategy %v: a global strategy would override every node's config", got)
+	}
+	if got := str(dp.Inputs, "values", "config", "map", "nd96"); !strings.Contains(got, "migStrategy: single") {
+		t.Errorf("the nd96 MIG pool's device plugin config: %q", got)
 	}
 	sm, ok := m.ByName("kubernetes:monitoring.coreos.com/v1:ServiceMonitor", "gpu-dcgm-servicemonitor")
 	if !ok || str(sm.Inputs, "metadata", "labels", "release") != "kube-prometheus-stack" ||
@@ -94,8 +99,11 @@ func TestPlatformOnBareMetalUnderMocks(t *testing.T) {
 	if !reflect.DeepEqual(mappable(v("daemonsets", "tolerations")), []any{gpuTolerationValue}) {
 		t.Errorf("operand tolerations = %v", mappable(v("daemonsets", "tolerations")))
 	}
-	if v("mig", "strategy").StringValue() != "single" || !v("migManager", "enabled").BoolValue() {
-		t.Errorf("dev has one MIG profile: mig %v, migManager %v", mappable(v("mig")), v("migManager", "enabled"))
+	if v("mig", "strategy").StringValue() != "" || !v("migManager", "enabled").BoolValue() {
+		t.Errorf("dev has a MIG pool: mig %v (no global strategy), migManager %v", mappable(v("mig")), v("migManager", "enabled"))
+	}
+	if data := v("devicePlugin", "config", "data").ObjectValue(); !strings.Contains(data["train"].StringValue(), "migStrategy: single") {
+		t.Errorf("the train MIG pool's device plugin config: %v", data)
 	}
 	if data := v("devicePlugin", "config", "data").ObjectValue(); !strings.Contains(data["notebook"].StringValue(), "replicas: 4") {
 		t.Errorf("time-slicing config for the notebook pool: %v", data)
