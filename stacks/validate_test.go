@@ -110,6 +110,8 @@ func TestValidationRules(t *testing.T) {
 		{"platform unknown key", stacktest.AKS, func(c map[string]any) { c["platform"] = map[string]any{"gpuStak": "x"} }, `gpu-node-pools:platform.gpuStak: unknown key (did you mean gpuStack?)`},
 		{"gpu stack unknown", stacktest.AKS, func(c map[string]any) { c["platform"] = map[string]any{"gpuStack": "cuda"} }, `gpu-node-pools:platform.gpuStack: must be one of device-plugin, gpu-operator, got "cuda"`},
 		{"gpu operator on AKS", stacktest.AKS, func(c map[string]any) { c["platform"] = map[string]any{"gpuStack": "gpu-operator"} }, `gpu-node-pools:platform.gpuStack: AKS node images ship the NVIDIA driver: use device-plugin on target aks`},
+		{"nfd mode unknown", stacktest.Natron, func(c map[string]any) { c["platform"] = map[string]any{"nfd": "maybe"} }, `gpu-node-pools:platform.nfd: must be one of install, existing, got "maybe"`},
+		{"nfd with the device plugin", stacktest.AKS, func(c map[string]any) { c["platform"] = map[string]any{"nfd": "install"} }, `gpu-node-pools:platform.nfd: only with gpuStack gpu-operator`},
 		{"platform namespace invalid", stacktest.Natron, func(c map[string]any) { c["platform"] = map[string]any{"namespace": "GPU"} }, `gpu-node-pools:platform.namespace: must be a DNS label, got "GPU"`},
 		{"chart version invalid", stacktest.AKS, func(c map[string]any) {
 			c["platform"] = map[string]any{"charts": map[string]any{"dcgmExporter": map[string]any{"version": "latest"}}}

@@ -93,7 +93,8 @@ func TestPlatformOnBareMetalUnderMocks(t *testing.T) {
 		t.Errorf("local chart: %q version %v repo %v", str(in, "chart"), dig(in, "version"), dig(in, "repositoryOpts"))
 	}
 	v := func(p ...string) resource.PropertyValue { return dig(in, append([]string{"values"}, p...)...) }
-	if !v("driver", "enabled").BoolValue() || !v("toolkit", "enabled").BoolValue() || v("nfd", "enabled").BoolValue() {
+	// node-feature-discovery labels the GPU nodes the operator recognises
+	if !v("driver", "enabled").BoolValue() || !v("toolkit", "enabled").BoolValue() || !v("nfd", "enabled").BoolValue() {
 		t.Errorf("operator components: driver %v toolkit %v nfd %v", v("driver", "enabled"), v("toolkit", "enabled"), v("nfd", "enabled"))
 	}
 	if !reflect.DeepEqual(mappable(v("daemonsets", "tolerations")), []any{gpuTolerationValue}) {

@@ -2,6 +2,7 @@ package platform_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -280,10 +281,34 @@ func TestGPUOperatorChartOnDev(t *testing.T) {
 	if len(ofKind(objs, "Deployment")) == 0 {
 		t.Error("no operator Deployment rendered")
 	}
-	for _, o := range objs {
-		if strings.Contains(toJSON(get(o, "metadata", "labels")), "node-feature-discovery") {
-			t.Errorf("node-feature-discovery rendered (%v %v): our pools label GPU nodes themselves", o["kind"], get(o, "metadata", "name"))
-			break
+	// node-feature-discovery runs on the GPU nodes (the operator recognises
+	// them by its labels): the worker tolerates the GPU taint.
+	var worker map[string]any
+	for _, ds := range ofKind(objs, "DaemonSet") {
+		if strings.HasSuffix(get(ds, "metadata", "name").(string), "node-feature-discovery-worker") {
+			worker = ds
 		}
+	}
+	if worker == nil {
+		t.Fatal("no node-feature-discovery worker rendered")
+	}
+	if !hasToleration(get(worker, "spec", "template", "spec", "tolerations"), "nvidia.com/gpu", "Exists", "", "NoSchedule") {
+		t.Errorf("the NFD worker does not tolerate the GPU taint: %v", get(worker, "spec", "template", "spec", "tolerations"))
+	}
+}
+
+// With nfd: existing the cluster's own node-feature-discovery labels the
+// nodes, and the chart installs none.
+func TestGPUOperatorWithExistingNFD(t *testing.T) {
+	t.Parallel()
+	_, pools := bareMetalLayer(t)
+	spec := platform.Spec{NFD: platform.NFDExisting}.Defaults(platform.GPUOperator)
+	for _, o := range render(t, releaseOf(t, platform.Releases(spec, pools), "gpu-operator")) {
+		if strings.Contains(toJSON(get(o, "metadata", "labels")), "node-feature-discovery") {
+			t.Fatalf("node-feature-discovery rendered (%v %v) though the cluster runs its own", o["kind"], get(o, "metadata", "name"))
+		}
+	}
+	if slices.Contains(spec.Charts.GPUOperator.Images, "registry.k8s.io/nfd/node-feature-discovery") {
+		t.Errorf("the chart pulls no NFD image then: %v", spec.Charts.GPUOperator.Images)
 	}
 }

@@ -6,6 +6,7 @@ package platform
 
 import (
 	"cmp"
+	"slices"
 
 	"github.com/natron/gpu-node-pools/components/helm"
 )
@@ -50,7 +51,24 @@ type Spec struct {
 	// SkipAwait applies the charts without waiting for their workloads to
 	// become ready: clusters whose nodes are still joining, API-only tests.
 	SkipAwait bool `json:"skipAwait,omitempty"`
+	// NFD is who runs node-feature-discovery for the GPU operator, which
+	// recognises GPU nodes by its PCI labels: install (the operator's
+	// subchart, the default) or existing (the cluster's own).
+	NFD string `json:"nfd,omitempty"`
 }
+
+// NFD modes.
+const (
+	NFDInstall  = "install"
+	NFDExisting = "existing"
+)
+
+// NFDModes lists the modes.
+var NFDModes = []string{NFDInstall, NFDExisting}
+
+// nfdImage is node-feature-discovery's, which the GPU operator chart's
+// subchart runs when it installs NFD.
+const nfdImage = "registry.k8s.io/nfd/node-feature-discovery"
 
 // Charts are the upstream charts of the layer: overrides in config, the
 // pinned charts with them applied once defaulted.
@@ -106,7 +124,8 @@ var (
 	// The operator and every operand its ClusterPolicy names (driver,
 	// toolkit, device plugin, DCGM exporter, MIG manager, validator and the
 	// rest, a dozen images that change with each release) come from
-	// nvcr.io/nvidia; node-feature-discovery is off.
+	// nvcr.io/nvidia; node-feature-discovery's image is added when the
+	// chart installs it.
 	GPUOperatorChart = helm.Chart{Name: "gpu-operator", Version: "v26.7.0", Repo: "https://helm.ngc.nvidia.com/nvidia",
 		Images: []string{"nvcr.io/nvidia"}}
 )
@@ -122,6 +141,12 @@ func (s Spec) Defaults(gpuStack GPUStack) Spec {
 	s.Charts.DevicePlugin = DevicePluginChart.With(s.Charts.DevicePlugin)
 	s.Charts.DCGMExporter = DCGMExporterChart.With(s.Charts.DCGMExporter)
 	s.Charts.GPUOperator = GPUOperatorChart.With(s.Charts.GPUOperator)
+	if s.GPUStack == GPUOperator {
+		s.NFD = cmp.Or(s.NFD, NFDInstall)
+		if s.NFD == NFDInstall {
+			s.Charts.GPUOperator.Images = slices.Concat(s.Charts.GPUOperator.Images, []string{nfdImage})
+		}
+	}
 	m := &s.Monitoring
 	if m.ServiceMonitorLabels == nil {
 		m.ServiceMonitorLabels = map[string]string{"release": "kube-prometheus-stack"}

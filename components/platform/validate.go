@@ -15,6 +15,9 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 	if s.GPUStack != "" {
 		errs = append(errs, check.OneOf(p.Child("gpuStack"), s.GPUStack, GPUStacks)...)
 	}
+	if s.NFD != "" {
+		errs = append(errs, check.OneOf(p.Child("nfd"), s.NFD, NFDModes)...)
+	}
 	if s.Namespace != "" && !check.DNSLabel(s.Namespace) {
 		errs = append(errs, check.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
 	}
@@ -61,6 +64,15 @@ func duration(p *field.Path, v, example string) field.ErrorList {
 	}
 	if d, err := model.ParseDuration(v); err != nil || d <= 0 {
 		return field.ErrorList{check.Invalid(p, v, "must be a Prometheus duration such as %s", example)}
+	}
+	return nil
+}
+
+// CheckNFD refuses an NFD mode where it means nothing: the device plugin
+// stack needs no feature discovery (the pools label their nodes).
+func CheckNFD(p *field.Path, stack GPUStack, nfd string) field.ErrorList {
+	if nfd != "" && stack != GPUOperator {
+		return field.ErrorList{check.Forbidden(p, nfd, "only with gpuStack gpu-operator, which recognises GPU nodes by node-feature-discovery's labels")}
 	}
 	return nil
 }

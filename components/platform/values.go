@@ -176,8 +176,10 @@ type operand struct {
 }
 
 type gpuOperatorValues struct {
-	// Our pools label their nodes nvidia.com/gpu.present=true, which is
-	// what the operator selects on: no node-feature-discovery needed.
+	// The operator recognises a GPU node by node-feature-discovery's PCI
+	// labels and resets nvidia.com/gpu.present to false on a node without
+	// them (controllers/nodelabeling_controller.go, reconcileCommonGPULabel,
+	// at v26.7.0): NFD must run, the subchart's or the cluster's own.
 	NFD        enabled `json:"nfd"`
 	Daemonsets struct {
 		Tolerations []toleration `json:"tolerations"`
@@ -240,6 +242,7 @@ func GPUOperatorValues(s Spec, pools []gpupool.Pool) map[string]any {
 	on := true
 	agent := func(r resources) operand { return operand{Resources: &r} }
 	var v gpuOperatorValues
+	v.NFD.Enabled = s.NFD == NFDInstall
 	v.Daemonsets.Tolerations = Tolerations(pools)
 	v.Driver = operand{Enabled: &on, Resources: &driverAgent}
 	v.Toolkit = operand{Enabled: &on, Resources: &smallAgent}

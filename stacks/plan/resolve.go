@@ -12,6 +12,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/check"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/stacks/config"
@@ -51,6 +52,9 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, 
 
 	p.Platform = cfg.Platform.Defaults(d.GPUStack)
 	p.Platform.ChartDir = cmp.Or(p.Platform.ChartDir, os.Getenv(ChartDirEnv))
+	if !r.reported(key("platform").Child("gpuStack")) {
+		r.add(platform.CheckNFD(key("platform").Child("nfd"), p.Platform.GPUStack, cfg.Platform.NFD)...)
+	}
 	options := cfg.Serving.Defaults(d.StorageClass)
 	p.Serving = r.resolveServing(p, options)
 	if cfg.Policies.On() {
