@@ -55,7 +55,11 @@ func CopyProject(t testing.TB) string {
 	}
 	for _, dir := range []string{"components", "stacks"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			if err == nil && d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			// sources and the files they embed; not the tests
+			if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") {
 				return err
 			}
 			rel, _ := filepath.Rel(root, p)
