@@ -7,7 +7,7 @@ export GPU_NODE_POOLS_SHARED ?= $(abspath $(CURDIR)/../shared)
 STACK ?= dev
 export STACK
 
-.PHONY: preview test vet lint unit fuzz bench toolchain
+.PHONY: preview test vet lint unit fuzz bench toolchain shared-bundle
 
 ## preview: pulumi preview of $(STACK) through the real engine (local file
 ## backend in .pulumi-state/); stacks with renderDir are also rendered.
@@ -54,3 +54,9 @@ bench:
 ## provider from Go modules into the per-user cache (seconds when cached).
 toolchain:
 	.ci/toolchain/install.sh
+
+## shared-bundle: the shared test assets, pinned by .ci/shared-assets.sha256,
+## as the tar.gz the PR workflow downloads (publish it as the asset of the
+## release "shared-assets": gh release upload shared-assets shared-assets.tar.gz --clobber).
+shared-bundle:
+	.ci/shared-assets.sh bundle "$(GPU_NODE_POOLS_SHARED)" shared-assets.tar.gz
