@@ -154,12 +154,7 @@ func TestPodsRequestWhatTheirNodesAdvertise(t *testing.T) {
 				case agentPoolType:
 					pool, labels = helmtest.Get(in, "agentPoolName").(string), stringMap(helmtest.Get(in, "nodeLabels"))
 				case kctType:
-					args := helmtest.Get(in, "spec", "template", "spec", "joinConfiguration", "nodeRegistration", "kubeletExtraArgs").([]any)
-					labels = map[string]string{}
-					for _, kv := range strings.Split(helmtest.Get(args[0], "value").(string), ",") {
-						k, v, _ := strings.Cut(kv, "=")
-						labels[k] = v
-					}
+					labels = kubeletLabels(r)
 					pool = labels["gpu.natron.cloud/pool"]
 				default:
 					continue
@@ -231,4 +226,16 @@ func stringMap(v any) map[string]string {
 		out[k] = fmt.Sprint(e)
 	}
 	return out
+}
+
+// kubeletLabels are the node labels a KubeadmConfigTemplate registers its
+// nodes with (kubelet's --node-labels).
+func kubeletLabels(r pulumitest.Resource) map[string]string {
+	args := helmtest.Get(plainInputs(r.Inputs), "spec", "template", "spec", "joinConfiguration", "nodeRegistration", "kubeletExtraArgs").([]any)
+	labels := map[string]string{}
+	for _, kv := range strings.Split(helmtest.Get(args[0], "value").(string), ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		labels[k] = v
+	}
+	return labels
 }

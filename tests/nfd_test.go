@@ -182,12 +182,7 @@ func TestBareMetalNodesBecomeGPUNodes(t *testing.T) {
 				if r.Type != kctType {
 					continue
 				}
-				args := helmtest.Get(plainInputs(r.Inputs), "spec", "template", "spec", "joinConfiguration", "nodeRegistration", "kubeletExtraArgs").([]any)
-				kubelet := map[string]string{}
-				for _, kv := range strings.Split(helmtest.Get(args[0], "value").(string), ",") {
-					k, v, _ := strings.Cut(kv, "=")
-					kubelet[k] = v
-				}
+				kubelet := kubeletLabels(r)
 				sku, err := catalog.BareMetal.SKU(nil, kubelet["gpu.natron.cloud/sku"])
 				if err != nil {
 					t.Fatal(err)
