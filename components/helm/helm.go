@@ -16,6 +16,7 @@ import (
 	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/check"
 	"github.com/natron/gpu-node-pools/components/plain"
@@ -68,10 +69,49 @@ func (c Chart) Archive(dir string) string {
 // Release is one Helm release: a chart, from Dir's archives when Dir is
 // set (air-gapped sites, offline tests), else from its repository.
 type Release struct {
-	Name   string
-	Chart  Chart
-	Dir    string
+	Name  string
+	Chart Chart
+	Dir   string
+	// Values are the release's values. A nil leaf removes the chart's
+	// default at that key, as `helm --set key=null` does.
 	Values map[string]any
+}
+
+// Nulls is the values file of the release's nil leaves ("" when there are
+// none). Pulumi drops nil map entries on the way to the provider, so they
+// travel as a values file, which the provider merges under the values and
+// Helm then applies as deletions of the chart's defaults.
+func (r Release) Nulls() string {
+	nulls := nullLeaves(r.Values)
+	if nulls == nil {
+		return ""
+	}
+	b, _ := yaml.Marshal(nulls)
+	return string(b)
+}
+
+// nullLeaves keeps the paths to nil leaves of v, nil when there are none.
+func nullLeaves(v map[string]any) map[string]any {
+	var out map[string]any
+	for k, e := range v {
+		var keep any
+		switch x := e.(type) {
+		case nil:
+		case map[string]any:
+			sub := nullLeaves(x)
+			if sub == nil {
+				continue
+			}
+			keep = sub
+		default:
+			continue
+		}
+		if out == nil {
+			out = map[string]any{}
+		}
+		out[k] = keep
+	}
+	return out
 }
 
 // Args are the helm v4 Chart inputs of the release.
@@ -81,6 +121,9 @@ func (r Release) Args(namespace string, skipAwait bool) *helmv4.ChartArgs {
 		Namespace: pulumi.String(namespace),
 		Values:    plain.Map(r.Values),
 		SkipAwait: pulumi.Bool(skipAwait),
+	}
+	if nulls := r.Nulls(); nulls != "" {
+		a.ValueYamlFiles = pulumi.AssetOrArchiveArray{pulumi.NewStringAsset(nulls)}
 	}
 	if r.Dir != "" {
 		a.Chart = pulumi.String(r.Chart.Archive(r.Dir))

@@ -82,3 +82,29 @@ func TestMerge(t *testing.T) {
 		t.Errorf("merge over nothing: %v", got)
 	}
 }
+
+// Nil leaves delete a chart default; Pulumi would drop them from the
+// values map, so they travel as a values file of nulls.
+func TestNulls(t *testing.T) {
+	t.Parallel()
+	r := Release{Values: map[string]any{
+		"labels": map[string]any{"mine": "x", "environment": nil, "release": nil},
+		"keep":   map[string]any{"a": 1.0},
+		"gone":   nil,
+	}}
+	want := "gone: null\nlabels:\n  environment: null\n  release: null\n"
+	if got := r.Nulls(); got != want {
+		t.Errorf("nulls file:\n%s\nwant:\n%s", got, want)
+	}
+	args := r.Args("ns", false)
+	files, ok := args.ValueYamlFiles.(pulumi.AssetOrArchiveArray)
+	if !ok || len(files) != 1 || files[0].(pulumi.Asset).Text() != want {
+		t.Errorf("values files %#v, want the nulls file", args.ValueYamlFiles)
+	}
+	if (Release{Values: map[string]any{"a": map[string]any{"b": 1.0}}}).Nulls() != "" {
+		t.Error("a release without nil leaves has a nulls file")
+	}
+	if (Release{Values: map[string]any{"a": map[string]any{"b": 1.0}}}).Args("ns", false).ValueYamlFiles != nil {
+		t.Error("a release without nil leaves sends a values file")
+	}
+}

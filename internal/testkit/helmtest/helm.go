@@ -12,6 +12,8 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"sigs.k8s.io/yaml"
+
+	"github.com/natron/gpu-node-pools/components/helm"
 )
 
 // RenderChart renders a chart archive offline as `helm template` would (the
@@ -24,6 +26,35 @@ func RenderChart(t testing.TB, archive, release, namespace string, values map[st
 		t.Fatal(err)
 	}
 	return render(t, chrt, archive, release, namespace, values, includeCRDs)
+}
+
+// RenderRelease renders a release the way the Pulumi provider does: nil
+// leaves never reach it (Pulumi drops them), they come as the release's
+// nulls values file, which the provider merges under the values
+// (pulumi-kubernetes provider/pkg/helm/values.go, MergeValues) before Helm
+// coalesces them with the chart's defaults.
+func RenderRelease(t testing.TB, chartDir string, r helm.Release, namespace string) []map[string]any {
+	t.Helper()
+	var files map[string]any
+	if err := yaml.Unmarshal([]byte(r.Nulls()), &files); err != nil {
+		t.Fatal(err)
+	}
+	return RenderChart(t, r.Chart.Archive(chartDir), r.Name, namespace, helm.Merge(files, withoutNils(r.Values)), false)
+}
+
+// withoutNils is what reaches the provider of a values map.
+func withoutNils(v map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, e := range v {
+		switch x := e.(type) {
+		case nil:
+		case map[string]any:
+			out[k] = withoutNils(x)
+		default:
+			out[k] = e
+		}
+	}
+	return out
 }
 
 func render(t testing.TB, chrt *chart.Chart, archive, release, namespace string, values map[string]any, includeCRDs bool) []map[string]any {
