@@ -150,7 +150,26 @@ func TestValidationRules(t *testing.T) {
 		{"replicas beyond the pool", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["maxReplicas"] = 5 }, `gpu-node-pools:models[0].maxReplicas: 5 replicas × tensorParallel 1 = 5 GPUs, pool a100 has at most 4 nodes × 1 GPUs = 4; lower maxReplicas to 4 or raise the pool's maxNodes, got 5`},
 		{"model on an unknown pool", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["pool"] = "gpu" }, `gpu-node-pools:models[0].pool: must name one of the pools (a100, h100spot), got "gpu"`},
 		{"model name too long", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["name"] = "a-very-long-model-name-x" }, `gpu-node-pools:models[0].name: must be a DNS label of at most 21 characters`},
-		{"model dtype unknown", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["dtype"] = "fp4" }, `gpu-node-pools:models[0].dtype: must be one of float16, bfloat16, fp8, int8, int4, got "fp4"`},
+		{"model dtype unknown", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["dtype"] = "fp4" }, `gpu-node-pools:models[0].dtype: must be one of auto, half, float16, bfloat16, float, float32, got "fp4"`},
+		{"quantization as a dtype", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["dtype"] = "fp8" },
+			`gpu-node-pools:models[0].dtype: is a quantization, not a vLLM --dtype (one of auto, half, float16, bfloat16, float, float32): write quantization: fp8 (and dtype: auto), got "fp8"`},
+		{"quantization unknown", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["quantization"] = "int4" },
+			`gpu-node-pools:models[0].quantization: must be one of awq, bitsandbytes, compressed-tensors, fp8, gptq, got "int4"`},
+		{"fp8 on an A100", stacktest.ServingAKS, func(c map[string]any) {
+			stacktest.Model(c)["quantization"] = "fp8"
+			stacktest.Model(c)["dtype"] = "auto"
+		},
+			`gpu-node-pools:models[0].quantization: fp8 needs compute capability 8.9 or newer, the pool's NVIDIA A100 80GB PCIe has 8.0`},
+		{"awq with bfloat16 activations", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["quantization"] = "awq" },
+			`gpu-node-pools:models[0].dtype: awq kernels take auto, half, float16 activations only: set dtype to one of them, got "bfloat16"`},
+		{"tensor parallel over time-sliced shares", stacktest.ServingAKS, func(c map[string]any) {
+			stacktest.Pool(c, 0)["timeSlicing"] = 2
+			stacktest.Model(c)["tensorParallel"] = 2
+			stacktest.Model(c)["maxReplicas"] = 2
+		}, `gpu-node-pools:models[0].tensorParallel: must be 1 on pool a100, where each GPU resource is a time-sliced share (2 per GPU): two shares may be the same physical GPU`},
+		{"client namespace invalid", stacktest.ServingAKS, func(c map[string]any) {
+			c["serving"] = map[string]any{"clientNamespaces": []any{"apps", "Team_B"}}
+		}, `gpu-node-pools:serving.clientNamespaces[1]: must be a namespace name (a DNS label), got "Team_B"`},
 		{"model size missing", stacktest.ServingAKS, func(c map[string]any) { delete(stacktest.Model(c), "parametersB") }, `gpu-node-pools:models[0].parametersB: required: billions of parameters (or weightsGB instead)`},
 		{"model size twice", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["weightsGB"] = 16 }, `gpu-node-pools:models[0].weightsGB: set parametersB or weightsGB, not both`},
 		{"model source of the wrong store", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["source"] = "s3://models/x" }, `gpu-node-pools:models[0].source: must be a az://<bucket>/<path> URL of the azureBlob store`},

@@ -161,11 +161,13 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			"deployments.apps":                                       {"-n", "models"},
 			"cronjobs.batch":                                         {"-n", "models"},
 			"scaledobjects.keda.sh":                                  {"-n", "models"},
+			"interceptorroutes.http.keda.sh":                         {"-n", "models"},
 			"servicemonitors.monitoring.coreos.com":                  {"-n", "models"},
 			"networkpolicies.networking.k8s.io":                      {"-n", "models"},
 			"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":      {"-n", "capi-acme"},
 			"metal3machinetemplates.infrastructure.cluster.x-k8s.io": {"-n", "capi-acme"},
 		}, map[string]int{"machinedeployments.cluster.x-k8s.io": 3, "clusterpolicies.kyverno.io": 5})
+		checkLiveEngine(t, srv, "llama3-8b")
 		// The Secrets do hold the values: the marker search below is live.
 		for _, name := range []string{"gpu-node-pools-api-key", "gpu-node-pools-storage"} {
 			data := srv.Kubectl(t, "get", "secret", name, "-n", "models", "-o", "go-template={{range .data}}{{. | base64decode}}{{end}}")

@@ -18,6 +18,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"sigs.k8s.io/yaml"
 
+	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
@@ -77,7 +78,7 @@ func TestEngineDevStack(t *testing.T) {
 	// The Helm chart component brings the engine's built-in pulumi provider.
 	want := append([]string{"pulumi:pulumi:Stack::gpu-node-pools-dev", "pulumi:providers:pulumi::default", k8sProvider + "::management", k8sProvider + "::workload"},
 		platformResources("gpu-operator")...)
-	want = append(want, servingResources([]string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true)...)
+	want = append(want, servingResources([]string{"llama3-8b"}, []string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true)...)
 	want = append(want, policyResources()...)
 	for _, p := range []string{"infer", "train", "notebook"} {
 		want = append(want, metalPoolType+"::"+p, mdType+"::"+p+"-deployment", kctType+"::"+p+"-bootstrap", m3mtType+"::"+p+"-machines")
@@ -177,6 +178,7 @@ func checkRendered(t *testing.T, dir string) {
 func checkRenderedPlatform(t *testing.T, dir string) {
 	t.Helper()
 	kinds := map[string]int{}
+	engines := 0
 	for _, m := range readManifests(t, dir) {
 		f, b, obj := m.file, m.raw, m.obj
 		kind, _ := obj["kind"].(string)
@@ -184,8 +186,15 @@ func checkRenderedPlatform(t *testing.T, dir string) {
 		if kind == "ClusterPolicy" && obj["apiVersion"] == "nvidia.com/v1" && !strings.Contains(string(b), "key: nvidia.com/gpu") {
 			t.Errorf("%s: the GPU operator's operands lack the GPU toleration", f)
 		}
+		if kind == "Deployment" && obj["metadata"].(map[string]any)["name"] == serving.DeploymentName("llama3-8b") {
+			engines++
+			checkEngineDeployment(t, obj, false)
+		}
 	}
-	for _, k := range []string{"Namespace", "ClusterPolicy", "Deployment", "PrometheusRule", "ConfigMap", "CronJob"} {
+	if engines != 1 {
+		t.Errorf("rendered %d engine Deployments for llama3-8b, want 1", engines)
+	}
+	for _, k := range []string{"Namespace", "ClusterPolicy", "Deployment", "PrometheusRule", "ConfigMap", "CronJob", "ScaledObject", "InterceptorRoute"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s rendered; kinds: %v", k, kinds)
 		}

@@ -104,11 +104,15 @@ func migStack(t *testing.T, target string) map[string]string {
 		source = "az://models/m"
 	}
 	c = stacktest.WithServing(c)
-	model := func(name, pool string, params float64, dtype string) map[string]any {
-		return map[string]any{"name": name, "pool": pool, "source": source, "parametersB": params, "dtype": dtype,
+	model := func(name, pool string, params float64, quantization string) map[string]any {
+		m := map[string]any{"name": name, "pool": pool, "source": source, "parametersB": params, "dtype": "auto",
 			"tensorParallel": 1, "maxModelLen": 4096, "gpuMemoryUtilization": 0.9, "minReplicas": 0, "maxReplicas": 2, "queueDepthTarget": 5}
+		if quantization != "" {
+			m["quantization"] = quantization
+		}
+		return m
 	}
-	c["models"] = []any{model("on-mig3", "mig3", 8, "bfloat16"), model("on-mig1", "mig1", 3, "int4"), model("on-whole", "whole", 8, "bfloat16")}
+	c["models"] = []any{model("on-mig3", "mig3", 8, ""), model("on-mig1", "mig1", 3, "awq"), model("on-whole", "whole", 8, "")}
 	c["batchJobs"] = []any{map[string]any{"name": "embed", "pool": "mig1", "image": "registry.example/embed:1", "schedule": "0 2 * * *", "gpus": 1}}
 	return stacktest.Namespaced(stacktest.Encode(t, c))
 }

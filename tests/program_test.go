@@ -38,7 +38,7 @@ const (
 
 // servingResources are model serving's resources: per model and batch job,
 // with a generated API key when the stack brings none.
-func servingResources(models, public, batch []string, generatedKey, rendering bool) []string {
+func servingResources(models, fromZero, public, batch []string, generatedKey, rendering bool) []string {
 	out := []string{
 		"gpu-node-pools:serving:ModelServing::serving",
 		namespaceType + "::serving-namespace",
@@ -58,7 +58,13 @@ func servingResources(models, public, batch []string, generatedKey, rendering bo
 		out = append(out, "kubernetes:core/v1:ServiceAccount::serving-download-sa")
 		if !rendering {
 			out = append(out, namespaceType+"::serving-keda-namespace", chartType+"::serving-keda")
+			if len(fromZero) > 0 {
+				out = append(out, chartType+"::serving-keda-http")
+			}
 		}
+	}
+	for _, m := range fromZero {
+		out = append(out, "kubernetes:http.keda.sh/v1beta1:InterceptorRoute::serving-"+m+"-route", "kubernetes:core/v1:Service::serving-"+m+"-wake")
 	}
 	for _, m := range models {
 		out = append(out, "kubernetes:core/v1:PersistentVolumeClaim::serving-"+m+"-weights", "kubernetes:batch/v1:Job::serving-"+m+"-download",
@@ -170,7 +176,7 @@ func TestProdStackUnderMocks(t *testing.T) {
 	m, pools := runStack(t, "prod")
 
 	want := append([]string{k8sProvider + "::workload"}, platformResources("nvidia-device-plugin", "dcgm-exporter")...)
-	want = append(want, servingResources([]string{"llama3-8b", "llama3-70b"}, []string{"llama3-8b", "llama3-70b"}, []string{"embed-nightly"}, true, false)...)
+	want = append(want, servingResources([]string{"llama3-8b", "llama3-70b"}, []string{"llama3-8b"}, []string{"llama3-8b", "llama3-70b"}, []string{"embed-nightly"}, true, false)...)
 	want = append(want, policyResources()...)
 	for _, p := range pools {
 		want = append(want, aksPoolType+"::"+p.Name, agentPoolType+"::"+p.Name+"-agentpool")
@@ -260,7 +266,7 @@ func TestDevStackUnderMocks(t *testing.T) {
 	m, pools := runStack(t, "dev")
 
 	want := append([]string{k8sProvider + "::management", k8sProvider + "::workload"}, platformResources("gpu-operator")...)
-	want = append(want, servingResources([]string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true)...)
+	want = append(want, servingResources([]string{"llama3-8b"}, []string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true)...)
 	want = append(want, policyResources()...)
 	for _, p := range pools {
 		want = append(want, metalPoolType+"::"+p.Name, mdType+"::"+p.Name+"-deployment",

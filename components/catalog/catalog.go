@@ -32,18 +32,21 @@ type GPU struct {
 	MemoryGB int
 	// MIG is true where the GPU can be partitioned with Multi-Instance GPU.
 	MIG bool
+	// ComputeCapability is CUDA's major*10+minor (NVIDIA's CUDA GPUs list):
+	// which kernels, and so which quantization methods, the GPU runs.
+	ComputeCapability int
 }
 
 var (
-	a100PCIe80 = GPU{Model: "NVIDIA A100 80GB PCIe", Label: "a100-80gb", MemoryGB: 80, MIG: true}
-	a100SXM40  = GPU{Model: "NVIDIA A100 40GB SXM4", Label: "a100-40gb", MemoryGB: 40, MIG: true}
-	a100SXM80  = GPU{Model: "NVIDIA A100 80GB SXM4", Label: "a100-80gb", MemoryGB: 80, MIG: true}
-	h100NVL    = GPU{Model: "NVIDIA H100 NVL", Label: "h100-94gb", MemoryGB: 94, MIG: true}
-	h100SXM    = GPU{Model: "NVIDIA H100 80GB HBM3", Label: "h100-80gb", MemoryGB: 80, MIG: true}
-	h200SXM    = GPU{Model: "NVIDIA H200 141GB HBM3e", Label: "h200-141gb", MemoryGB: 141, MIG: true}
-	v100       = GPU{Model: "NVIDIA Tesla V100 16GB", Label: "v100-16gb", MemoryGB: 16}
-	t4         = GPU{Model: "NVIDIA Tesla T4", Label: "t4-16gb", MemoryGB: 16}
-	a10        = GPU{Model: "NVIDIA A10", Label: "a10-24gb", MemoryGB: 24}
+	a100PCIe80 = GPU{Model: "NVIDIA A100 80GB PCIe", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80}
+	a100SXM40  = GPU{Model: "NVIDIA A100 40GB SXM4", Label: "a100-40gb", MemoryGB: 40, MIG: true, ComputeCapability: 80}
+	a100SXM80  = GPU{Model: "NVIDIA A100 80GB SXM4", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80}
+	h100NVL    = GPU{Model: "NVIDIA H100 NVL", Label: "h100-94gb", MemoryGB: 94, MIG: true, ComputeCapability: 90}
+	h100SXM    = GPU{Model: "NVIDIA H100 80GB HBM3", Label: "h100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 90}
+	h200SXM    = GPU{Model: "NVIDIA H200 141GB HBM3e", Label: "h200-141gb", MemoryGB: 141, MIG: true, ComputeCapability: 90}
+	v100       = GPU{Model: "NVIDIA Tesla V100 16GB", Label: "v100-16gb", MemoryGB: 16, ComputeCapability: 70}
+	t4         = GPU{Model: "NVIDIA Tesla T4", Label: "t4-16gb", MemoryGB: 16, ComputeCapability: 75}
+	a10        = GPU{Model: "NVIDIA A10", Label: "a10-24gb", MemoryGB: 24, ComputeCapability: 86}
 )
 
 // SKU is one node shape: an AKS VM size or a bare-metal hardware profile.

@@ -22,6 +22,8 @@ type Pool struct {
 	Target   catalog.Target `json:"target"`
 	SKU      string         `json:"sku"`
 	GPUModel string         `json:"gpuModel"`
+	// ComputeCapability is the GPU's CUDA compute capability (80: 8.0).
+	ComputeCapability int `json:"computeCapability"`
 	// GPUsPerNode counts physical GPUs.
 	GPUsPerNode int `json:"gpusPerNode"`
 	// GPUMemoryGB is the memory of one physical GPU.
@@ -69,6 +71,7 @@ func NewFacts(spec Spec, sku catalog.SKU) Pool {
 		Target:                 sku.Target,
 		SKU:                    sku.Name,
 		GPUModel:               sku.GPU.Model,
+		ComputeCapability:      sku.GPU.ComputeCapability,
 		GPUsPerNode:            sku.GPUs,
 		GPUMemoryGB:            sku.GPU.MemoryGB,
 		GPUResource:            GPUResourceName,

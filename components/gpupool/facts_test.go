@@ -22,7 +22,7 @@ func TestNewFacts(t *testing.T) {
 			name: "on-demand AKS pool", target: catalog.AKS,
 			spec: Spec{Name: "a100", SKU: "Standard_NC48ads_A100_v4", MaxNodes: 4},
 			want: Pool{
-				Name: "a100", Target: "aks", SKU: "Standard_NC48ads_A100_v4", GPUModel: "NVIDIA A100 80GB PCIe",
+				Name: "a100", Target: "aks", SKU: "Standard_NC48ads_A100_v4", GPUModel: "NVIDIA A100 80GB PCIe", ComputeCapability: 80,
 				GPUsPerNode: 2, GPUMemoryGB: 80, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 2, MemoryPerGPUResourceGB: 80, MaxNodes: 4,
 				NodeSelector: map[string]string{"gpu.natron.cloud/pool": "a100"},
 				Tolerations:  []Toleration{gpuTol},
@@ -32,7 +32,7 @@ func TestNewFacts(t *testing.T) {
 			name: "spot AKS pool needs the spot toleration too", target: catalog.AKS,
 			spec: Spec{Name: "h100spot", SKU: "Standard_NC80adis_H100_v5", MinNodes: 1, MaxNodes: 8, Spot: true},
 			want: Pool{
-				Name: "h100spot", Target: "aks", SKU: "Standard_NC80adis_H100_v5", GPUModel: "NVIDIA H100 NVL",
+				Name: "h100spot", Target: "aks", SKU: "Standard_NC80adis_H100_v5", GPUModel: "NVIDIA H100 NVL", ComputeCapability: 90,
 				GPUsPerNode: 2, GPUMemoryGB: 94, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 2, MemoryPerGPUResourceGB: 94, MinNodes: 1, MaxNodes: 8, Spot: true,
 				NodeSelector: map[string]string{"gpu.natron.cloud/pool": "h100spot"},
 				Tolerations:  []Toleration{gpuTol, spotTol},
@@ -42,7 +42,7 @@ func TestNewFacts(t *testing.T) {
 			name: "MIG pool on bare metal", target: catalog.Natron,
 			spec: Spec{Name: "train", SKU: "a100-80gb-x8", MaxNodes: 2, MIGProfile: "MIG1g"},
 			want: Pool{
-				Name: "train", Target: "natron", SKU: "a100-80gb-x8", GPUModel: "NVIDIA A100 80GB SXM4",
+				Name: "train", Target: "natron", SKU: "a100-80gb-x8", GPUModel: "NVIDIA A100 80GB SXM4", ComputeCapability: 80,
 				GPUsPerNode: 8, GPUMemoryGB: 80, MIGProfile: "MIG1g", MIGInstance: "1g.10gb",
 				GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 56, MemoryPerGPUResourceGB: 10, MaxNodes: 2,
 				DevicePluginConfig: "train", // the single strategy on its nodes
@@ -54,7 +54,7 @@ func TestNewFacts(t *testing.T) {
 			name: "time-sliced pool shares each GPU's memory", target: catalog.Natron,
 			spec: Spec{Name: "notebook", SKU: "a100-80gb-x4", MaxNodes: 2, TimeSlicing: 4},
 			want: Pool{
-				Name: "notebook", Target: "natron", SKU: "a100-80gb-x4", GPUModel: "NVIDIA A100 80GB SXM4",
+				Name: "notebook", Target: "natron", SKU: "a100-80gb-x4", GPUModel: "NVIDIA A100 80GB SXM4", ComputeCapability: 80,
 				GPUsPerNode: 4, GPUMemoryGB: 80, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 16, MemoryPerGPUResourceGB: 20, TimeSlicing: 4, MaxNodes: 2,
 				DevicePluginConfig: "notebook",
 				NodeSelector:       map[string]string{"gpu.natron.cloud/pool": "notebook"},

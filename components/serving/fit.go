@@ -14,33 +14,40 @@ import (
 	"github.com/natron/gpu-node-pools/components/gpupool"
 )
 
-// BytesPerParameter is the weight size of each supported dtype.
-var BytesPerParameter = map[string]float64{
-	"float16": 2, "bfloat16": 2, "fp8": 1, "int8": 1, "int4": 0.5,
-}
-
-// Dtypes lists the supported dtypes in documentation order.
-var Dtypes = []string{"float16", "bfloat16", "fp8", "int8", "int4"}
-
 // Model is what the fit check needs to know about a model.
 type Model struct {
 	Name string
 	// ParametersB is billions of parameters; WeightsGB overrides it.
-	ParametersB          float64
-	WeightsGB            float64
+	ParametersB float64
+	WeightsGB   float64
+	// Dtype is vLLM's --dtype, Quantization its --quantization ("": none).
 	Dtype                string
+	Quantization         string
 	TensorParallel       int
 	GPUMemoryUtilization float64
 	MaxReplicas          int
 }
 
-// Weights is the size in GB of the model's weights: parameters × bytes per
-// parameter (a 7B float16 model is about 14 GB, 70B about 140 GB).
+// Weights is the size in GB of the model's weights: parameters × the
+// stored width, the quantized one where there is a quantization (a 7B
+// float16 model is about 14 GB, 70B about 140 GB, 70B in fp8 about 70 GB).
 func (m Model) Weights() float64 {
 	if m.WeightsGB > 0 {
 		return m.WeightsGB
 	}
-	return m.ParametersB * BytesPerParameter[m.Dtype]
+	return m.ParametersB * m.BytesPerParameter()
+}
+
+// Sharing is how a pool's GPU resources are shared, "" when each is a
+// whole GPU of its own.
+func Sharing(pool gpupool.Pool) string {
+	switch {
+	case pool.MIGProfile != "":
+		return fmt.Sprintf("a MIG slice (%s): a CUDA process sees one MIG device", pool.MIGInstance)
+	case pool.TimeSlicing > 1:
+		return fmt.Sprintf("a time-sliced share (%d per GPU): two shares may be the same physical GPU", pool.TimeSlicing)
+	}
+	return ""
 }
 
 // KVReserveGB is the GPU memory kept free for the KV cache beyond the
@@ -60,7 +67,14 @@ func Fit(p *field.Path, m Model, pool gpupool.Pool) field.ErrorList {
 	need := m.Weights() + m.KVReserveGB()
 	divisors := divisorsOf(perNode)
 
-	if !slices.Contains(divisors, tp) {
+	if msg := quantizationMisfit(m.Quantization, pool.GPUModel, pool.ComputeCapability); msg != "" {
+		out = append(out, check.Invalid(p.Child("quantization"), m.Quantization, "%s", msg))
+	}
+	if sharing := Sharing(pool); tp > 1 && sharing != "" {
+		// tensor parallelism needs tp distinct GPUs in one process group
+		out = append(out, check.Invalid(p.Child("tensorParallel"), tp,
+			"must be 1 on pool %s, where each GPU resource is %s; use a pool of whole GPUs to shard a model", pool.Name, sharing))
+	} else if !slices.Contains(divisors, tp) {
 		out = append(out, check.Invalid(p.Child("tensorParallel"), tp,
 			"must divide the %d GPUs of one %s node (%v): a model's shards run on one node", perNode, pool.Name, divisors))
 	} else if need > mem*float64(tp)*util {

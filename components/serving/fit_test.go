@@ -18,6 +18,11 @@ func pool(t *testing.T, target catalog.Target, sku string, maxNodes int, mig cat
 	return pooltest.Resolved(t, section, gpupool.Spec{Name: "infer", SKU: sku, MaxNodes: maxNodes, MIGProfile: mig}).Facts
 }
 
+func timeSliced(t *testing.T, replicas int) gpupool.Pool {
+	t.Helper()
+	return pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "infer", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: replicas}).Facts
+}
+
 func TestWeights(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -26,8 +31,11 @@ func TestWeights(t *testing.T) {
 	}{
 		{Model{ParametersB: 7, Dtype: "float16"}, 14},
 		{Model{ParametersB: 70, Dtype: "bfloat16"}, 140},
-		{Model{ParametersB: 70, Dtype: "fp8"}, 70},
-		{Model{ParametersB: 8, Dtype: "int4"}, 4},
+		{Model{ParametersB: 70, Dtype: "auto", Quantization: "fp8"}, 70},
+		{Model{ParametersB: 8, Dtype: "auto", Quantization: "awq"}, 4},
+		{Model{ParametersB: 8, Dtype: "auto", Quantization: "compressed-tensors"}, 8},
+		{Model{ParametersB: 7, Dtype: "float32"}, 28},
+		{Model{ParametersB: 7, Dtype: "auto"}, 14},
 		{Model{ParametersB: 8, WeightsGB: 20, Dtype: "bfloat16"}, 20},
 	} {
 		if got := tc.m.Weights(); got != tc.want {
@@ -57,6 +65,19 @@ func TestFit(t *testing.T) {
 			"must divide the 8 GPUs of one infer node ([1 2 4 8]): a model's shards run on one node, got 3"},
 		{"too many replicas", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 2, GPUMemoryUtilization: 0.9, MaxReplicas: 9}, h100x8(2), "maxReplicas",
 			"9 replicas × tensorParallel 2 = 18 GPUs, pool infer has at most 2 nodes × 8 GPUs = 16; lower maxReplicas to 8 or raise the pool's maxNodes, got 9"},
+		{"fp8 on Hopper", Model{Name: "m", ParametersB: 70, Dtype: "auto", Quantization: "fp8", TensorParallel: 2, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, h100x8(1), "", ""},
+		{"fp8 sizes the weights: 70B fits one H100 node's 2 GPUs only quantized", Model{Name: "m", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 2, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, h100x8(1), "tensorParallel",
+			"needs about 140 GB"},
+		{"fp8 needs FP8 compute: not on an A100", Model{Name: "m", ParametersB: 8, Dtype: "auto", Quantization: "fp8", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, a100x1, "quantization",
+			"fp8 needs compute capability 8.9 or newer, the pool's NVIDIA A100 80GB PCIe has 8.0; vLLM would fall back"},
+		{"awq on a T4", Model{Name: "m", ParametersB: 8, Dtype: "auto", Quantization: "awq", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1},
+			pool(t, catalog.AKS, "Standard_NC4as_T4_v3", 1, ""), "", ""},
+		{"awq not on a V100", Model{Name: "m", ParametersB: 8, Dtype: "auto", Quantization: "awq", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1},
+			pool(t, catalog.AKS, "Standard_NC6s_v3", 1, ""), "quantization", "awq needs compute capability 7.5 or newer"},
+		{"no tensor parallelism over MIG slices", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 2, GPUMemoryUtilization: 0.9, MaxReplicas: 1},
+			pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG3g"), "tensorParallel", "must be 1 on pool infer, where each GPU resource is a MIG slice (3g.40gb): a CUDA process sees one MIG device"},
+		{"no tensor parallelism over time-sliced shares", Model{Name: "m", ParametersB: 1, Dtype: "float16", TensorParallel: 2, GPUMemoryUtilization: 0.9, MaxReplicas: 1},
+			timeSliced(t, 4), "tensorParallel", "a time-sliced share (4 per GPU): two shares may be the same physical GPU"},
 		{"MIG slice memory counts", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1},
 			pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), "tensorParallel", "pool infer gives 10 GB per GPU"},
 	}
@@ -104,5 +125,36 @@ func TestChartOverride(t *testing.T) {
 	}
 	if diff := cmp.Diff(KEDAChart, got.KEDA); diff != "" {
 		t.Errorf("an empty override changed the pin (-pinned +got):\n%s", diff)
+	}
+}
+
+// vLLM's start-up rule (vllm/v1/worker/gpu_worker.py, Worker.init_device,
+// at v0.11.0): a worker needs total × gpu_memory_utilization free on its
+// GPU when it starts, and then holds that much. Time-sliced replicas of a
+// model share one physical GPU: every one of them must start.
+func TestTimeSlicedReplicasAllStart(t *testing.T) {
+	t.Parallel()
+	for _, shares := range []int{1, 2, 4, 7} {
+		p := timeSliced(t, shares)
+		if shares == 1 {
+			p = pool(t, catalog.AKS, "Standard_NC24ads_A100_v4", 2, "")
+		}
+		e := Engine{Model: Model{Name: "m", ParametersB: 1, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: shares}, Pool: p}
+		if misfits := Fit(field.NewPath("m"), e.Model, p); len(misfits) != 0 {
+			t.Fatalf("%d shares: the test model must fit: %v", shares, misfits)
+		}
+		total := float64(p.GPUMemoryGB)
+		free := total
+		for r := 1; r <= shares; r++ {
+			want := total * e.MemoryUtilization()
+			if free < want {
+				t.Fatalf("%d shares: replica %d finds %.1f of %.0f GB free, below gpu_memory_utilization %.3f (%.1f GB): vLLM refuses to start",
+					shares, r, free, total, e.MemoryUtilization(), want)
+			}
+			free -= want
+		}
+		if got, want := e.MemoryUtilization()*float64(shares), 0.9; got > want || got < want-0.01 {
+			t.Errorf("%d shares use %.3f of the GPU together, want the configured %.2f", shares, got, want)
+		}
 	}
 }

@@ -27,9 +27,14 @@ func Release(model string) string { return "vllm-" + model }
 // ServiceName is the in-cluster Service of a model's engine (chart naming).
 func ServiceName(model string) string { return Release(model) + "-" + model + "-engine-service" }
 
-// Endpoint is the model's in-cluster OpenAI-compatible endpoint.
-func Endpoint(ns, model string) string {
-	return fmt.Sprintf("http://%s.%s.svc/v1", ServiceName(model), ns)
+// Endpoint is the model's in-cluster OpenAI-compatible endpoint: its
+// engine Service, or its wake Service (the interceptor) when it scales
+// from zero.
+func Endpoint(ns string, e Engine) string {
+	if e.ScalesFromZero() {
+		return fmt.Sprintf("http://%s.%s.svc:%d/v1", RouteName(e.Name), ns, InterceptorPort)
+	}
+	return fmt.Sprintf("http://%s.%s.svc/v1", ServiceName(e.Name), ns)
 }
 
 // WeightsClaim names a model's weights cache.
@@ -115,20 +120,28 @@ func WaitForWeights(model string) map[string]any {
 }
 
 // NetworkPolicy admits traffic to a model's engine only from the ingress
-// controller's namespace and from Prometheus.
-func NetworkPolicy(ns, model string, o Options) map[string]any {
+// controller's namespace, Prometheus, the client namespaces the stack
+// names and, for a model that scales from zero, the interceptor.
+func NetworkPolicy(ns string, e Engine, o Options) map[string]any {
 	from := func(namespace string) map[string]any {
 		return map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": namespace}}}
+	}
+	sources := []any{from(o.IngressNamespace), from(o.PrometheusNamespace)}
+	for _, c := range o.ClientNamespaces {
+		sources = append(sources, from(c))
+	}
+	if e.ScalesFromZero() {
+		sources = append(sources, from(KEDANamespace))
 	}
 	return map[string]any{
 		"apiVersion": "networking.k8s.io/v1",
 		"kind":       "NetworkPolicy",
-		"metadata":   map[string]any{"name": "model-" + model, "namespace": ns},
+		"metadata":   map[string]any{"name": "model-" + e.Name, "namespace": ns},
 		"spec": map[string]any{
-			"podSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": model}},
+			"podSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": e.Name}},
 			"policyTypes": []any{"Ingress"},
 			"ingress": []any{map[string]any{
-				"from":  []any{from(o.IngressNamespace), from(o.PrometheusNamespace)},
+				"from":  sources,
 				"ports": []any{map[string]any{"protocol": "TCP", "port": 8000}},
 			}},
 		},
@@ -136,8 +149,16 @@ func NetworkPolicy(ns, model string, o Options) map[string]any {
 }
 
 // Ingress publishes a model with a hostname over TLS, the certificate issued
-// by cert-manager from the configured ClusterIssuer.
+// by cert-manager from the configured ClusterIssuer. A model that scales
+// from zero is reached through its wake Service (the interceptor, which
+// holds the request through a cold start, so the read timeout covers one).
 func Ingress(ns string, m Engine, o Options) map[string]any {
+	backend := map[string]any{"name": ServiceName(m.Name), "port": map[string]any{"number": 80}}
+	readTimeout := 3600
+	if m.ScalesFromZero() {
+		backend = map[string]any{"name": RouteName(m.Name), "port": map[string]any{"number": InterceptorPort}}
+		readTimeout = max(readTimeout, ColdStartSeconds(m))
+	}
 	return map[string]any{
 		"apiVersion": "networking.k8s.io/v1",
 		"kind":       "Ingress",
@@ -146,7 +167,7 @@ func Ingress(ns string, m Engine, o Options) map[string]any {
 			"annotations": map[string]any{
 				"cert-manager.io/cluster-issuer": o.ClusterIssuer,
 				// long generations: do not cut streaming responses short
-				"nginx.ingress.kubernetes.io/proxy-read-timeout": "3600",
+				"nginx.ingress.kubernetes.io/proxy-read-timeout": fmt.Sprint(readTimeout),
 				"nginx.ingress.kubernetes.io/proxy-body-size":    "16m",
 			},
 		},
@@ -157,7 +178,7 @@ func Ingress(ns string, m Engine, o Options) map[string]any {
 				"host": m.Hostname,
 				"http": map[string]any{"paths": []any{map[string]any{
 					"path": "/", "pathType": "Prefix",
-					"backend": map[string]any{"service": map[string]any{"name": ServiceName(m.Name), "port": map[string]any{"number": 80}}},
+					"backend": map[string]any{"service": backend},
 				}}},
 			}},
 		},

@@ -2,6 +2,7 @@ package serving
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
@@ -39,6 +40,35 @@ type Plan struct {
 	Rendering bool
 }
 
+// InstallsKEDA is whether the program installs KEDA: for models, unless the
+// cluster runs its own. Rendered without a cluster, Helm assumes Kubernetes
+// v1.20, which the KEDA chart refuses: GitOps installs bring KEDA through
+// their pipeline.
+func (p Plan) InstallsKEDA() bool {
+	return p.Options.InstallKEDA != nil && *p.Options.InstallKEDA && len(p.Engines) > 0 && !p.Rendering
+}
+
+// InstallsHTTPAddOn is whether KEDA's HTTP add-on comes with it: for
+// models that scale from zero.
+func (p Plan) InstallsHTTPAddOn() bool {
+	return p.InstallsKEDA() && slices.ContainsFunc(p.Engines, Engine.ScalesFromZero)
+}
+
+// Charts are the charts model serving installs.
+func (p Plan) Charts() []helm.Chart {
+	var out []helm.Chart
+	if len(p.Engines) > 0 {
+		out = append(out, p.Options.Charts.VLLMStack)
+	}
+	if p.InstallsKEDA() {
+		out = append(out, p.Options.Charts.KEDA)
+	}
+	if p.InstallsHTTPAddOn() {
+		out = append(out, p.Options.Charts.HTTPAddOn)
+	}
+	return out
+}
+
 // Args configures model serving and batch work.
 type Args struct {
 	Plan     Plan
@@ -74,6 +104,19 @@ func NewEngine(m ModelSpec, pool gpupool.Pool, o Options, serviceMonitorLabels m
 		APIKeySecret: APIKeySecret, WeightsClaim: WeightsClaim(m.Name), BandwidthMBps: o.BandwidthMBps,
 		PrometheusAddress: o.PrometheusAddress, ServiceMonitorLabels: serviceMonitorLabels,
 		RuntimeClass: runtimeClass, PriorityClass: ServingPriority,
+	}
+}
+
+// wakeService is WakeService as typed arguments (a core object: the
+// provider types it by its token).
+func wakeService(ns string, e Engine) *corev1.ServiceArgs {
+	return &corev1.ServiceArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(RouteName(e.Name)), Namespace: pulumi.String(ns),
+			Labels: pulumi.StringMap{"gpu-node-pools/model": pulumi.String(e.Name)}},
+		Spec: &corev1.ServiceSpecArgs{
+			Type: pulumi.String("ExternalName"), ExternalName: pulumi.String(InterceptorHost),
+			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{Name: pulumi.String("http"), Port: pulumi.Int(InterceptorPort), Protocol: pulumi.String("TCP")}},
+		},
 	}
 }
 
@@ -168,21 +211,30 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		downloadDeps = append(downloadDeps, saRes)
 	}
 
+	// KEDA and its HTTP add-on bring the CRDs of the engines' ScaledObjects
+	// and InterceptorRoutes.
 	var keda []pulumi.Resource
-	// Rendered without a cluster, Helm assumes Kubernetes v1.20, which the
-	// KEDA chart refuses: GitOps installs bring KEDA through their pipeline.
-	if *o.InstallKEDA && len(plan.Engines) > 0 && !plan.Rendering {
-		kns, err := corev1.NewNamespace(ctx, name+"-keda-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String("keda")}}, child...)
+	if plan.InstallsKEDA() {
+		kns, err := corev1.NewNamespace(ctx, name+"-keda-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(KEDANamespace)}}, child...)
 		if err != nil {
 			return fail("keda namespace", err)
 		}
 		rel := helm.Release{Name: "keda", Chart: o.Charts.KEDA, Dir: plan.ChartDir, Values: map[string]any{}}
-		k, err := helmv4.NewChart(ctx, name+"-keda", rel.Args("keda", plan.SkipAwait),
+		k, err := helmv4.NewChart(ctx, name+"-keda", rel.Args(KEDANamespace, plan.SkipAwait),
 			append(child, pulumi.DependsOn([]pulumi.Resource{kns}))...)
 		if err != nil {
 			return fail("keda", err)
 		}
 		keda = append(keda, k)
+		if plan.InstallsHTTPAddOn() {
+			rel := helm.Release{Name: "keda-add-ons-http", Chart: o.Charts.HTTPAddOn, Dir: plan.ChartDir, Values: map[string]any{}}
+			h, err := helmv4.NewChart(ctx, name+"-keda-http", rel.Args(KEDANamespace, plan.SkipAwait),
+				append(child, pulumi.DependsOn([]pulumi.Resource{k}))...)
+			if err != nil {
+				return fail("keda http add-on", err)
+			}
+			keda = append(keda, h)
+		}
 	}
 
 	for _, engine := range plan.Engines {
@@ -209,7 +261,8 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 			return fail("download job "+m.Name, err)
 		}
 		rel := helm.Release{Name: Release(m.Name), Chart: o.Charts.VLLMStack, Dir: plan.ChartDir, Values: VLLMValues(engine)}
-		chart, err := helmv4.NewChart(ctx, name+"-"+m.Name, rel.Args(ns, plan.SkipAwait), append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}))...)
+		chart, err := helmv4.NewChart(ctx, name+"-"+m.Name, rel.Args(ns, plan.SkipAwait),
+			append(child, pulumi.DependsOn([]pulumi.Resource{nsRes, claim}), pulumi.Transforms([]pulumi.ResourceTransform{LeaveReplicasToKEDA}))...)
 		if err != nil {
 			return fail("vllm-stack "+m.Name, err)
 		}
@@ -217,13 +270,22 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 			append(child, pulumi.DependsOn(append([]pulumi.Resource{chart}, keda...)))...); err != nil {
 			return fail("scaled object "+m.Name, err)
 		}
+		if m.ScalesFromZero() {
+			if _, err := plain.Object(ctx, name+"-"+m.Name+"-route", InterceptorRoute(ns, m),
+				append(child, pulumi.DependsOn(append([]pulumi.Resource{nsRes}, keda...)))...); err != nil {
+				return fail("interceptor route "+m.Name, err)
+			}
+			if _, err := corev1.NewService(ctx, name+"-"+m.Name+"-wake", wakeService(ns, m), inNS...); err != nil {
+				return fail("wake service "+m.Name, err)
+			}
+		}
 		if _, err := plain.Object(ctx, name+"-"+m.Name+"-servicemonitor", EngineServiceMonitor(ns, engine), inNS...); err != nil {
 			return fail("service monitor "+m.Name, err)
 		}
-		if _, err := plain.Object(ctx, name+"-"+m.Name+"-netpol", NetworkPolicy(ns, m.Name, o), inNS...); err != nil {
+		if _, err := plain.Object(ctx, name+"-"+m.Name+"-netpol", NetworkPolicy(ns, m, o), inNS...); err != nil {
 			return fail("network policy "+m.Name, err)
 		}
-		ep := ModelEndpoint{Pool: m.Pool.Name, Internal: Endpoint(ns, m.Name)}
+		ep := ModelEndpoint{Pool: m.Pool.Name, Internal: Endpoint(ns, m)}
 		if m.Hostname != "" {
 			ing := Ingress(ns, m, o)
 			if plan.SkipAwait {

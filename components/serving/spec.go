@@ -9,12 +9,15 @@ import (
 
 // ModelSpec is one model as written in config (gpu-node-pools:models[i]).
 type ModelSpec struct {
-	Name                 string  `json:"name"`
-	Pool                 string  `json:"pool"`
-	Source               string  `json:"source"`
-	ParametersB          float64 `json:"parametersB,omitempty"`
-	WeightsGB            float64 `json:"weightsGB,omitempty"`
+	Name        string  `json:"name"`
+	Pool        string  `json:"pool"`
+	Source      string  `json:"source"`
+	ParametersB float64 `json:"parametersB,omitempty"`
+	WeightsGB   float64 `json:"weightsGB,omitempty"`
+	// Dtype is vLLM's --dtype (Dtypes); Quantization its --quantization
+	// (Quantizations), empty for an unquantized model.
 	Dtype                string  `json:"dtype"`
+	Quantization         string  `json:"quantization,omitempty"`
 	TensorParallel       int     `json:"tensorParallel"`
 	MaxModelLen          int     `json:"maxModelLen"`
 	GPUMemoryUtilization float64 `json:"gpuMemoryUtilization"`
@@ -27,7 +30,7 @@ type ModelSpec struct {
 // Model are the model's fit facts.
 func (m ModelSpec) Model() Model {
 	return Model{
-		Name: m.Name, ParametersB: m.ParametersB, WeightsGB: m.WeightsGB, Dtype: m.Dtype,
+		Name: m.Name, ParametersB: m.ParametersB, WeightsGB: m.WeightsGB, Dtype: m.Dtype, Quantization: m.Quantization,
 		TensorParallel: m.TensorParallel, GPUMemoryUtilization: m.GPUMemoryUtilization, MaxReplicas: m.MaxReplicas,
 	}
 }
@@ -85,7 +88,10 @@ type Options struct {
 	IngressNamespace    string `json:"ingressNamespace,omitempty"`
 	IngressClass        string `json:"ingressClass,omitempty"`
 	PrometheusNamespace string `json:"prometheusNamespace,omitempty"`
-	ClusterIssuer       string `json:"clusterIssuer,omitempty"`
+	// ClientNamespaces may call the models' in-cluster endpoints (the
+	// NetworkPolicy admits them besides ingress and Prometheus).
+	ClientNamespaces []string `json:"clientNamespaces,omitempty"`
+	ClusterIssuer    string   `json:"clusterIssuer,omitempty"`
 	// OffPeakStartHour and OffPeakEndHour bound batch job start times (UTC).
 	OffPeakStartHour *int   `json:"offPeakStartHour,omitempty"`
 	OffPeakEndHour   *int   `json:"offPeakEndHour,omitempty"`
@@ -95,6 +101,7 @@ type Options struct {
 	Charts struct {
 		VLLMStack helm.Chart `json:"vllmStack,omitempty"`
 		KEDA      helm.Chart `json:"keda,omitempty"`
+		HTTPAddOn helm.Chart `json:"httpAddOn,omitempty"`
 	} `json:"charts,omitempty"`
 	// APIKey is the models' API key; empty generates one.
 	APIKey secret.Secret `json:"apiKey,omitempty"`
@@ -130,6 +137,7 @@ func (o Options) Defaults(storageClass string) Options {
 	o.Image = cmp.Or(o.Image, DefaultImage)
 	o.Charts.VLLMStack = VLLMStackChart.With(o.Charts.VLLMStack)
 	o.Charts.KEDA = KEDAChart.With(o.Charts.KEDA)
+	o.Charts.HTTPAddOn = HTTPAddOnChart.With(o.Charts.HTTPAddOn)
 	return o
 }
 

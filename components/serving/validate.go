@@ -78,13 +78,19 @@ func (o Options) Validate(p *field.Path) field.ErrorList {
 	}
 	charts := p.Child("charts")
 	errs = append(errs, o.Charts.VLLMStack.Validate(charts.Child("vllmStack"), VLLMStackChart.Version)...)
-	errs = append(errs, o.Charts.KEDA.Validate(charts.Child("keda"), VLLMStackChart.Version)...)
+	errs = append(errs, o.Charts.KEDA.Validate(charts.Child("keda"), KEDAChart.Version)...)
+	errs = append(errs, o.Charts.HTTPAddOn.Validate(charts.Child("httpAddOn"), HTTPAddOnChart.Version)...)
+	for i, c := range o.ClientNamespaces {
+		if !check.DNSLabel(c) {
+			errs = append(errs, check.Invalid(p.Child("clientNamespaces").Index(i), c, "must be a namespace name (a DNS label)"))
+		}
+	}
 	return errs
 }
 
 // SizeFields are the keys the fit check reads: it runs only when none of
 // them was reported, so that one mistake gives one problem.
-var SizeFields = []string{"parametersB", "weightsGB", "dtype", "tensorParallel", "gpuMemoryUtilization", "maxReplicas"}
+var SizeFields = []string{"parametersB", "weightsGB", "dtype", "quantization", "tensorParallel", "gpuMemoryUtilization", "maxReplicas"}
 
 // Validate checks a model as written; storageKind is the weights store's
 // kind ("" when there is none).
@@ -102,8 +108,16 @@ func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 	case m.ParametersB <= 0 && m.WeightsGB <= 0:
 		errs = append(errs, check.Invalid(p.Child("parametersB"), m.ParametersB, "required: billions of parameters (or weightsGB instead)"))
 	}
-	if _, known := BytesPerParameter[m.Dtype]; !known {
+	switch instead, legacy := legacyDtypes[m.Dtype]; {
+	case legacy:
+		errs = append(errs, check.Invalid(p.Child("dtype"), m.Dtype, "is a quantization, not a vLLM --dtype (one of %s): write %s", strings.Join(Dtypes, ", "), instead))
+	case !slices.Contains(Dtypes, m.Dtype):
 		errs = append(errs, check.NotSupported(p.Child("dtype"), m.Dtype, Dtypes))
+	}
+	if _, known := Quantizations[m.Quantization]; m.Quantization != "" && !known {
+		errs = append(errs, check.NotSupported(p.Child("quantization"), m.Quantization, QuantizationNames()))
+	} else if msg := actDtypeMisfit(m.Quantization, m.Dtype); msg != "" && slices.Contains(Dtypes, m.Dtype) {
+		errs = append(errs, check.Invalid(p.Child("dtype"), m.Dtype, "%s", msg))
 	}
 	if m.TensorParallel < 1 {
 		errs = append(errs, check.Invalid(p.Child("tensorParallel"), m.TensorParallel, "must be >= 1"))

@@ -71,18 +71,32 @@ func healthProbe(delay, period, failures int) probe {
 // VLLMValues are the vllm-stack chart's values for one model (one release
 // per model: the chart's probes are per release, and each model's startup
 // budget follows from its own weights). The chart's router is off: each
-// model is reached through its engine Service.
+// model is reached through its engine Service, or through the HTTP add-on's
+// interceptor when it scales from zero.
 func VLLMValues(e Engine) map[string]any {
 	budget := StartupBudgetSeconds(e.Weights(), e.BandwidthMBps)
 	tp := e.TensorParallel
 	hostMemGi := int(math.Max(16, math.Ceil(1.2*e.Weights()))) // weights pass through host memory while loading
 	tolerations, selector := poolTolerations(e.Pool), poolMatchExpressions(e.Pool)
+	vllm := map[string]any{
+		"tensorParallelSize":   tp,
+		"maxModelLen":          e.MaxModelLen,
+		"gpuMemoryUtilization": e.MemoryUtilization(),
+		"dtype":                e.Dtype,
+		// the chart writes --no-enable-prefix-caching unless this is set,
+		// which would switch off a vLLM default
+		"enablePrefixCaching": true,
+	}
+	if e.Quantization != "" {
+		// the chart has no key of its own for it
+		vllm["extraArgs"] = []any{"--quantization", e.Quantization}
+	}
 	model := map[string]any{
 		"name":              e.Name,
 		"repository":        imageRepo(e.Image),
 		"tag":               imageTag(e.Image),
 		"modelURL":          WeightsPath + "/" + e.Name,
-		"replicaCount":      max(e.MinReplicas, 1),
+		"replicaCount":      max(e.MinReplicas, 1), // removed: LeaveReplicasToKEDA
 		"requestCPU":        4 * tp,
 		"limitCPU":          8 * tp,
 		"requestMemory":     fmt.Sprintf("%dGi", hostMemGi),
@@ -98,14 +112,10 @@ func VLLMValues(e Engine) map[string]any {
 		}},
 		"extraVolumeMounts": []any{map[string]any{"name": "weights", "mountPath": WeightsPath, "readOnly": true}},
 		"initContainer":     WaitForWeights(e.Name),
-		"vllmConfig": map[string]any{
-			"tensorParallelSize":   tp,
-			"maxModelLen":          e.MaxModelLen,
-			"gpuMemoryUtilization": e.GPUMemoryUtilization,
-			"dtype":                e.Dtype,
-		},
-		// scaling is a ScaledObject of our own (ScaledObject below): the
-		// chart's would need KEDA's CRDs known even when only rendering
+		"vllmConfig":        vllm,
+		// the Deployment's annotations: how long `pulumi up` waits for it
+		"annotations": AwaitAnnotations(e),
+		// scaling is a ScaledObject of our own (ScaledObject)
 		"keda": map[string]any{"enabled": false},
 	}
 	return helm.Values(map[string]any{
@@ -118,12 +128,26 @@ func VLLMValues(e Engine) map[string]any {
 			"livenessProbe":  healthProbe(15, 15, 4),
 			// the program writes the ServiceMonitor (EngineServiceMonitor)
 			"serviceMonitor": map[string]any{"enabled": false},
-			// replaces the chart's sample labels (environment: test, ...)
-			"labels":    map[string]any{"gpu-node-pools/model": e.Name},
+			// The chart's sample labels (environment: test, release: test)
+			// would land in the engine's immutable selector: nil removes
+			// them (helm.Release.Nulls).
+			"labels":    map[string]any{"gpu-node-pools/model": e.Name, "environment": nil, "release": nil},
 			"modelSpec": []any{model},
 		},
 		"routerSpec": map[string]any{"enableRouter": false},
 	})
+}
+
+// MemoryUtilization is vLLM's --gpu-memory-utilization for one replica: a
+// fraction of the whole GPU's memory, which vLLM requires free at start
+// (vllm/v1/worker/gpu_worker.py, Worker.init_device, at v0.11.0: free
+// memory below total × utilization raises). Time-sliced replicas share a
+// GPU, so each asks for its share.
+func (e Engine) MemoryUtilization() float64 {
+	if ts := e.Pool.TimeSlicing; ts > 1 {
+		return math.Floor(e.GPUMemoryUtilization/float64(ts)*1000) / 1000
+	}
+	return e.GPUMemoryUtilization
 }
 
 func imageRepo(image string) string {
@@ -142,33 +166,6 @@ func imageTag(image string) string {
 
 // DeploymentName is the engine Deployment the chart creates for a model.
 func DeploymentName(model string) string { return Release(model) + "-" + model + "-deployment-vllm" }
-
-// ScaledObject scales a model's engine on its inference queue depth (vLLM's
-// waiting requests per replica), not on CPU, within the configured and
-// fit-checked replica bounds.
-func ScaledObject(ns string, e Engine) map[string]any {
-	return map[string]any{
-		"apiVersion": "keda.sh/v1alpha1",
-		"kind":       "ScaledObject",
-		"metadata":   map[string]any{"name": "model-" + e.Name, "namespace": ns},
-		"spec": map[string]any{
-			"scaleTargetRef":  map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": DeploymentName(e.Name)},
-			"minReplicaCount": e.MinReplicas,
-			"maxReplicaCount": e.MaxReplicas,
-			"pollingInterval": 15,
-			// weights take minutes to load: do not scale in on a lull
-			"cooldownPeriod": 600,
-			"triggers": []any{map[string]any{
-				"type": "prometheus",
-				"metadata": map[string]any{
-					"serverAddress": e.PrometheusAddress,
-					"query":         fmt.Sprintf(`sum(vllm:num_requests_waiting{model_name=%q})`, WeightsPath+"/"+e.Name),
-					"threshold":     fmt.Sprint(e.QueueDepthTarget),
-				},
-			}},
-		},
-	}
-}
 
 // EngineServiceMonitor scrapes a model's engine Service for vLLM's metrics.
 func EngineServiceMonitor(ns string, e Engine) map[string]any {

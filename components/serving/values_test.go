@@ -1,14 +1,19 @@
 package serving_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/plain"
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
@@ -36,8 +41,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	if misfits := serving.Fit(nil, e.Model, pool); len(misfits) != 0 {
 		t.Fatalf("the test model must fit: %+v", misfits)
 	}
-	archive := filepath.Join(pulumitest.SharedDir(t), "charts", "vllm-stack-0.1.12.tgz")
-	objs := helmtest.RenderChart(t, archive, "vllm-llama3-70b", "models", serving.VLLMValues(e), false)
+	objs := renderEngine(t, e)
 	byKind := map[string][]map[string]any{}
 	for _, o := range objs {
 		byKind[o["kind"].(string)] = append(byKind[o["kind"].(string)], o)
@@ -80,15 +84,16 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	if s := fmt.Sprint(get(c, "env")); !strings.Contains(s, "gpu-node-pools-api-key") {
 		t.Errorf("API key not taken from its Secret: %s", s)
 	}
+	// One ScaledObject, ours, on the Deployment the chart rendered, on
+	// queue depth.
 	if len(byKind["ScaledObject"]) != 0 {
 		t.Errorf("the chart's ScaledObject is off; the program writes its own: %v", byKind["ScaledObject"])
 	}
-	// Our ScaledObject targets the Deployment the chart rendered.
 	so := serving.ScaledObject("models", e)
 	if get(so, "spec", "scaleTargetRef", "name") != get(byKind["Deployment"][0], "metadata", "name") {
 		t.Errorf("ScaledObject targets %v, the chart rendered %v", get(so, "spec", "scaleTargetRef", "name"), get(byKind["Deployment"][0], "metadata", "name"))
 	}
-	if !strings.Contains(fmt.Sprint(get(so, "spec", "triggers")), "vllm:num_requests_waiting") || get(so, "spec", "maxReplicaCount") != 4 {
+	if !strings.Contains(fmt.Sprint(get(so, "spec", "triggers")), "vllm:num_requests_waiting") || fmt.Sprint(get(so, "spec", "maxReplicaCount")) != "4" {
 		t.Errorf("ScaledObject on queue depth: %v", so)
 	}
 	if len(byKind["ServiceMonitor"]) != 0 {
@@ -116,7 +121,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	}
 	// The NetworkPolicy must select the engine pods.
 	podLabels, _ := get(byKind["Deployment"][0], "spec", "template", "metadata", "labels").(map[string]any)
-	np := serving.NetworkPolicy("models", "llama3-70b", serving.Options{}.Defaults("cephfs"))
+	np := serving.NetworkPolicy("models", e, serving.Options{}.Defaults("cephfs"))
 	for k, v := range get(np, "spec", "podSelector", "matchLabels").(map[string]any) {
 		if podLabels[k] != v {
 			t.Errorf("NetworkPolicy selects %s=%v, engine pods have %v", k, v, podLabels[k])
@@ -127,31 +132,160 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	}
 }
 
-// The KEDA chart the program installs renders offline at its pinned version
-// and brings the ScaledObject CRD the engines' autoscaling needs; the
-// images it pulls are the ones its chart lists.
-func TestKEDAChartRenders(t *testing.T) {
+// renderEngine renders a model's release from the shared chart archive, as
+// the provider would.
+func renderEngine(t *testing.T, e serving.Engine) []map[string]any {
+	t.Helper()
+	rel := helm.Release{Name: serving.Release(e.Name), Chart: serving.VLLMStackChart, Values: serving.VLLMValues(e)}
+	return helmtest.RenderRelease(t, filepath.Join(pulumitest.SharedDir(t), "charts"), rel, "models")
+}
+
+// The KEDA charts the program installs render offline at their pinned
+// versions and bring the CRDs the engines' scaling needs (ScaledObject;
+// InterceptorRoute for scale-from-zero); the images they pull are the ones
+// their charts list, which the registry policy admits.
+func TestKEDAChartsRender(t *testing.T) {
 	t.Parallel()
-	archive := serving.KEDAChart.Archive(filepath.Join(pulumitest.SharedDir(t), "charts"))
-	objs := helmtest.RenderChart(t, archive, "keda", "keda", map[string]any{}, true)
-	var operator, crd bool
-	for _, o := range objs {
-		name := fmt.Sprint(get(o, "metadata", "name"))
-		operator = operator || (o["kind"] == "Deployment" && name == "keda-operator")
-		crd = crd || (o["kind"] == "CustomResourceDefinition" && name == "scaledobjects.keda.sh")
+	for _, tc := range []struct {
+		chart      helm.Chart
+		deployment string
+		crd        string
+	}{
+		{serving.KEDAChart, "keda-operator", "scaledobjects.keda.sh"},
+		{serving.HTTPAddOnChart, "keda-add-ons-http-interceptor", "interceptorroutes.http.keda.sh"},
+	} {
+		t.Run(tc.chart.Name, func(t *testing.T) {
+			t.Parallel()
+			archive := tc.chart.Archive(filepath.Join(pulumitest.SharedDir(t), "charts"))
+			objs := helmtest.RenderChart(t, archive, tc.chart.Name, serving.KEDANamespace, map[string]any{}, true)
+			var deployment, crd bool
+			for _, o := range objs {
+				name := fmt.Sprint(get(o, "metadata", "name"))
+				deployment = deployment || (o["kind"] == "Deployment" && name == tc.deployment)
+				crd = crd || (o["kind"] == "CustomResourceDefinition" && name == tc.crd)
+			}
+			if !deployment || !crd {
+				t.Errorf("%s: Deployment %s %v, CRD %s %v", tc.chart.Name, tc.deployment, deployment, tc.crd, crd)
+			}
+			pulled := helmtest.PodImages(objs)
+			for _, img := range pulled {
+				if !policy.Allows(tc.chart.Images, img) {
+					t.Errorf("%s pulls %s, which its image list %v does not cover", tc.chart.Name, img, tc.chart.Images)
+				}
+			}
+			for _, listed := range tc.chart.Images {
+				if !slices.ContainsFunc(pulled, func(img string) bool { return policy.Allows([]string{listed}, img) }) {
+					t.Errorf("%s lists %s, which it does not pull (pulls %v)", tc.chart.Name, listed, pulled)
+				}
+			}
+		})
 	}
-	if !operator || !crd {
-		t.Errorf("keda chart: operator %v, ScaledObject CRD %v", operator, crd)
-	}
-	pulled := helmtest.PodImages(objs)
-	for _, img := range pulled {
-		if !policy.Allows(serving.KEDAChart.Images, img) {
-			t.Errorf("keda pulls %s, which its image list %v does not cover", img, serving.KEDAChart.Images)
+}
+
+// The add-on's Services are where the program's triggers and wake
+// Services point.
+func TestHTTPAddOnServices(t *testing.T) {
+	t.Parallel()
+	archive := serving.HTTPAddOnChart.Archive(filepath.Join(pulumitest.SharedDir(t), "charts"))
+	ports := map[string]string{}
+	for _, o := range helmtest.RenderChart(t, archive, "keda-add-ons-http", serving.KEDANamespace, map[string]any{}, false) {
+		if o["kind"] == "Service" {
+			for _, p := range get(o, "spec", "ports").([]any) {
+				ports[fmt.Sprintf("%v.%v:%v", get(o, "metadata", "name"), get(o, "metadata", "namespace"), get(p, "port"))] = fmt.Sprint(get(p, "name"))
+			}
 		}
 	}
-	for _, listed := range serving.KEDAChart.Images {
-		if !slices.ContainsFunc(pulled, func(img string) bool { return policy.Allows([]string{listed}, img) }) {
-			t.Errorf("keda lists %s, which it does not pull (pulls %v)", listed, pulled)
-		}
+	if _, ok := ports[serving.ScalerAddress]; !ok {
+		t.Errorf("no add-on Service answers at %s: %v", serving.ScalerAddress, ports)
+	}
+	proxy := strings.TrimSuffix(serving.InterceptorHost, ".svc.cluster.local") + fmt.Sprintf(":%d", serving.InterceptorPort)
+	if ports[proxy] != "proxy" {
+		t.Errorf("no interceptor proxy at %s: %v", proxy, ports)
+	}
+}
+
+// The engine Deployment as the chart renders it for a model that scales
+// from zero and one that keeps replicas: no spec.replicas once the chart's
+// transform ran (KEDA owns them; a value there would reset them on every
+// chart change), none of the chart's sample labels in the immutable
+// selector, one ScaledObject (ours), and an await Pulumi can keep: skipped
+// at zero replicas, else the model's cold-start budget.
+func TestEngineDeploymentLeavesScalingToKEDA(t *testing.T) {
+	t.Parallel()
+	pool := pooltest.Resolved(t, catalog.BareMetal, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
+	o := serving.Options{}.Defaults("cephfs")
+	for _, minReplicas := range []int{0, 2} {
+		t.Run(fmt.Sprint("min", minReplicas), func(t *testing.T) {
+			t.Parallel()
+			m := serving.ModelSpec{Name: "llama3-70b", Pool: "infer", Source: "s3://m/l", ParametersB: 70, Dtype: "auto", Quantization: "fp8",
+				TensorParallel: 2, MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: minReplicas, MaxReplicas: 4, QueueDepthTarget: 5}
+			e := serving.NewEngine(m, pool, o, nil, "nvidia")
+			var deploy map[string]any
+			for _, obj := range renderEngine(t, e) {
+				switch obj["kind"] {
+				case "Deployment":
+					deploy = obj
+				case "ScaledObject":
+					t.Errorf("the chart renders a ScaledObject of its own: KEDA refuses a second one on the engine")
+				}
+			}
+			if deploy == nil {
+				t.Fatal("no engine Deployment rendered")
+			}
+			so := serving.ScaledObject("models", e)
+			if get(so, "spec", "scaleTargetRef", "name") != get(deploy, "metadata", "name") {
+				t.Errorf("ScaledObject targets %v, the chart rendered %v", get(so, "spec", "scaleTargetRef", "name"), get(deploy, "metadata", "name"))
+			}
+			// The chart writes replicas; the chart's transform takes them
+			// out of what the provider applies.
+			if _, set := get(deploy, "spec").(map[string]any)["replicas"]; !set {
+				t.Error("the chart no longer writes spec.replicas: drop LeaveReplicasToKEDA")
+			}
+			res := serving.LeaveReplicasToKEDA(context.Background(), &pulumi.ResourceTransformArgs{Type: "kubernetes:apps/v1:Deployment", Props: plain.Map(deploy)})
+			if res == nil {
+				t.Fatal("the transform leaves the engine Deployment's replicas")
+			}
+			if r, set := res.Props["spec"].(pulumi.Map)["replicas"]; set {
+				t.Errorf("the engine Deployment sets replicas %v over KEDA's", r)
+			}
+			if res.Props["spec"].(pulumi.Map)["template"] == nil || res.Props["metadata"] == nil {
+				t.Errorf("the transform lost the rest of the Deployment: %v", res.Props)
+			}
+			for _, path := range [][]string{{"spec", "selector", "matchLabels"}, {"spec", "template", "metadata", "labels"}, {"metadata", "labels"}} {
+				labels := get(deploy, path...).(map[string]any)
+				for _, sample := range []string{"environment", "release"} {
+					if v, ok := labels[sample]; ok {
+						t.Errorf("%s has the chart's sample label %s=%v", strings.Join(path, "."), sample, v)
+					}
+				}
+				if labels["gpu-node-pools/model"] != "llama3-70b" {
+					t.Errorf("%s lacks our model label: %v", strings.Join(path, "."), labels)
+				}
+			}
+			ann, _ := get(deploy, "metadata", "annotations").(map[string]any)
+			triggers := fmt.Sprint(get(so, "spec", "triggers"))
+			if minReplicas == 0 {
+				if ann["pulumi.com/skipAwait"] != "true" {
+					t.Errorf("a scaled-to-zero engine is awaited: %v", ann)
+				}
+				if !strings.Contains(triggers, "external-push") || !strings.Contains(triggers, "interceptorRoute:model-llama3-70b") {
+					t.Errorf("nothing wakes the engine from zero: triggers %s", triggers)
+				}
+			} else {
+				want := fmt.Sprint(serving.ColdStartSeconds(e))
+				if ann["pulumi.com/timeoutSeconds"] != want || ann["pulumi.com/skipAwait"] != nil {
+					t.Errorf("await annotations %v, want timeoutSeconds %s", ann, want)
+				}
+				if budget := serving.StartupBudgetSeconds(e.Weights(), o.BandwidthMBps); serving.ColdStartSeconds(e) <= budget+600 {
+					t.Errorf("await %s s does not cover the startup budget %d s plus a node, the image and the download", want, budget)
+				}
+				if strings.Contains(triggers, "external-push") {
+					t.Errorf("an engine that never reaches zero has a wake trigger: %s", triggers)
+				}
+			}
+			if fmt.Sprint(get(so, "spec", "minReplicaCount")) != fmt.Sprint(minReplicas) {
+				t.Errorf("minReplicaCount %v, want %d", get(so, "spec", "minReplicaCount"), minReplicas)
+			}
+		})
 	}
 }

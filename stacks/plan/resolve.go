@@ -197,11 +197,8 @@ func ownImages(p *Plan, o serving.Options) []policy.Image {
 // charts are the charts the stack installs.
 func charts(p *Plan) []helm.Chart {
 	out := p.Platform.Installed()
-	if s := p.Serving; s != nil && len(s.Engines) > 0 {
-		out = append(out, s.Options.Charts.VLLMStack)
-		if *s.Options.InstallKEDA && !s.Rendering {
-			out = append(out, s.Options.Charts.KEDA)
-		}
+	if s := p.Serving; s != nil {
+		out = append(out, s.Charts()...)
 	}
 	return out
 }

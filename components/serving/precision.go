@@ -1,0 +1,105 @@
+package serving
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Dtypes are the values vLLM's --dtype accepts: ModelDType in
+// vllm/config/model.py at v0.11.0 (the pinned image), which the argument
+// parser turns into the flag's choices. It is the activation (and, without
+// quantization, the weight) type; a quantized width is a quantization.
+var Dtypes = []string{"auto", "half", "float16", "bfloat16", "float", "float32"}
+
+// dtypeBytes is the weight width of an unquantized model per dtype; "auto"
+// takes the checkpoint's own type, 16-bit for the models we serve.
+var dtypeBytes = map[string]float64{"auto": 2, "half": 2, "float16": 2, "bfloat16": 2, "float": 4, "float32": 4}
+
+// Quantization is one method vLLM serves (its --quantization), as the
+// program knows it: the weight width that sizes memory, and the GPUs that
+// run it.
+type Quantization struct {
+	// BytesPerParameter is the stored weight width.
+	BytesPerParameter float64
+	// MinCapability is the lowest compute capability (80: 8.0) that runs
+	// the method: the method's get_min_capability() in
+	// vllm/model_executor/layers/quantization/ at v0.11.0, except fp8,
+	// which below 8.9 falls back to weight-only Marlin kernels (fp8.py:
+	// use_marlin when not has_device_capability(89)) without FP8 compute.
+	MinCapability int
+	// ActDtypes are the activation dtypes the method's kernels take
+	// (get_supported_act_dtypes); nil: any.
+	ActDtypes []string
+	// About says what the method is, for messages and the README.
+	About string
+}
+
+// Quantizations are the methods the program serves; each is one of the
+// choices of vLLM's --quantization (QuantizationMethods in
+// vllm/model_executor/layers/quantization/__init__.py at v0.11.0).
+var Quantizations = map[string]Quantization{
+	"fp8": {BytesPerParameter: 1, MinCapability: 89,
+		About: "FP8 weights and compute, online from a 16-bit checkpoint or an FP8 checkpoint: Ada (8.9) or Hopper (9.0) GPUs"},
+	"awq": {BytesPerParameter: 0.5, MinCapability: 75, ActDtypes: []string{"auto", "half", "float16"},
+		About: "a 4-bit AWQ checkpoint"},
+	"gptq": {BytesPerParameter: 0.5, MinCapability: 60, ActDtypes: []string{"auto", "half", "float16"},
+		About: "a 4-bit GPTQ checkpoint (set weightsGB for 8-bit ones)"},
+	"compressed-tensors": {BytesPerParameter: 1, MinCapability: 70,
+		About: "an llm-compressor checkpoint, W8A8 int8 or fp8 (set weightsGB for 4-bit ones)"},
+	"bitsandbytes": {BytesPerParameter: 0.5, MinCapability: 70,
+		About: "a 4-bit bitsandbytes checkpoint"},
+}
+
+// QuantizationNames lists the methods in order.
+func QuantizationNames() []string {
+	out := make([]string, 0, len(Quantizations))
+	for k := range Quantizations {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// legacyDtypes were dtypes before quantization had a key of its own: vLLM
+// refuses them as --dtype, so a stack that still says so is told what to
+// write instead.
+var legacyDtypes = map[string]string{
+	"fp8":  "quantization: fp8 (and dtype: auto)",
+	"int8": "quantization: compressed-tensors for a W8A8 checkpoint, or gptq with weightsGB for an 8-bit GPTQ one (and dtype: auto)",
+	"int4": "quantization: awq or gptq for a 4-bit checkpoint (and dtype: auto)",
+}
+
+// BytesPerParameter is the stored width of one weight.
+func (m Model) BytesPerParameter() float64 {
+	if q, ok := Quantizations[m.Quantization]; ok {
+		return q.BytesPerParameter
+	}
+	return dtypeBytes[m.Dtype]
+}
+
+// capability formats a compute capability (89: "8.9").
+func capability(c int) string { return fmt.Sprintf("%d.%d", c/10, c%10) }
+
+// quantizationMisfit is why a pool's GPUs cannot run a method, "" when
+// they can.
+func quantizationMisfit(method string, gpu string, cc int) string {
+	q, ok := Quantizations[method]
+	if !ok || cc >= q.MinCapability {
+		return ""
+	}
+	msg := fmt.Sprintf("%s needs compute capability %s or newer, the pool's %s has %s", method, capability(q.MinCapability), gpu, capability(cc))
+	if method == "fp8" {
+		msg += "; vLLM would fall back to weight-only FP8 kernels there without FP8 compute: use awq or gptq (4-bit), or no quantization"
+	}
+	return msg
+}
+
+// actDtypeMisfit is why a method refuses an activation dtype, "" if not.
+func actDtypeMisfit(method, dtype string) string {
+	q, ok := Quantizations[method]
+	if !ok || q.ActDtypes == nil || slices.Contains(q.ActDtypes, dtype) {
+		return ""
+	}
+	return fmt.Sprintf("%s kernels take %s activations only: set dtype to one of them", method, strings.Join(q.ActDtypes, ", "))
+}

@@ -1,0 +1,182 @@
+package serving_test
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
+)
+
+// vllmFlag is one option of `vllm serve` as vLLM v0.11.0 (the pinned image,
+// serving.DefaultImage) declares it: EngineArgs.add_cli_args in
+// vllm/engine/arg_utils.py builds each flag from its config dataclass field,
+// a Literal type becoming the flag's choices and an optional bool an
+// argparse BooleanOptionalAction (--x and --no-x).
+type vllmFlag struct {
+	kind    string // "str", "int", "float", "bool", "choice"
+	choices []string
+}
+
+// vllmServeFlags are the options the chart can write.
+var vllmServeFlags = map[string]vllmFlag{
+	"--host": {kind: "str"},
+	"--port": {kind: "int"},
+	// ModelDType, vllm/config/model.py
+	"--dtype":                  {kind: "choice", choices: []string{"auto", "half", "float16", "bfloat16", "float", "float32"}},
+	"--max-model-len":          {kind: "int"},
+	"--tensor-parallel-size":   {kind: "int"},
+	"--gpu-memory-utilization": {kind: "float"},
+	"--max-num-seqs":           {kind: "int"},
+	"--enable-prefix-caching":  {kind: "bool"},
+	"--enable-chunked-prefill": {kind: "bool"},
+	"--enable-lora":            {kind: "bool"},
+	// QuantizationMethods, vllm/model_executor/layers/quantization/__init__.py
+	"--quantization": {kind: "choice", choices: []string{"awq", "deepspeedfp", "tpu_int8", "fp8", "ptpc_fp8", "fbgemm_fp8",
+		"modelopt", "modelopt_fp4", "bitblas", "gguf", "gptq_marlin_24", "gptq_marlin", "gptq_bitblas", "awq_marlin", "gptq",
+		"compressed-tensors", "bitsandbytes", "hqq", "experts_int8", "ipex", "quark", "moe_wna16", "torchao", "auto-round",
+		"rtn", "inc", "mxfp4", "petit_nvfp4"}},
+}
+
+// parseVLLMServe parses a container command as `vllm serve` would:
+// FlexibleArgumentParser (vllm/utils/__init__.py) turns underscores in
+// option names into dashes, then argparse applies each flag's type and
+// choices; an unknown option or a value outside the choices exits 2, and
+// the pod crash-loops.
+func parseVLLMServe(cmd []string) (map[string]string, error) {
+	if len(cmd) < 3 || cmd[0] != "vllm" || cmd[1] != "serve" || strings.HasPrefix(cmd[2], "-") {
+		return nil, fmt.Errorf("want vllm serve <model> ..., got %v", cmd)
+	}
+	got := map[string]string{"model": cmd[2]}
+	for i := 3; i < len(cmd); i++ {
+		name, value, hasValue := strings.Cut(cmd[i], "=")
+		if !strings.HasPrefix(name, "--") {
+			return nil, fmt.Errorf("unrecognized argument %q", cmd[i])
+		}
+		name = "--" + strings.ReplaceAll(name[2:], "_", "-")
+		if base, negated := strings.CutPrefix(name, "--no-"); negated {
+			if f, ok := vllmServeFlags["--"+base]; ok && f.kind == "bool" {
+				got["--"+base] = "false"
+				continue
+			}
+		}
+		f, ok := vllmServeFlags[name]
+		if !ok {
+			return nil, fmt.Errorf("unrecognized argument %s", name)
+		}
+		if f.kind == "bool" {
+			got[name] = "true"
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(cmd) {
+				return nil, fmt.Errorf("argument %s: expected one argument", name)
+			}
+			i++
+			value = cmd[i]
+		}
+		var err error
+		switch f.kind {
+		case "int":
+			_, err = strconv.Atoi(value)
+		case "float":
+			_, err = strconv.ParseFloat(value, 64)
+		case "choice":
+			if !slices.Contains(f.choices, value) {
+				err = fmt.Errorf("invalid choice: %q (choose from %s)", value, strings.Join(f.choices, ", "))
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("argument %s: %w", name, err)
+		}
+		got[name] = value
+	}
+	return got, nil
+}
+
+// Every dtype and quantization the config contract accepts renders, through
+// the real chart, into a command vLLM's parser takes, with the flags it
+// means and none that switch a vLLM default off.
+func TestVLLMParsesTheEngineCommand(t *testing.T) {
+	t.Parallel()
+	h100 := pooltest.Resolved(t, catalog.BareMetal, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
+	sliced := pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "shared", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: 4}).Facts
+	o := serving.Options{}.Defaults("cephfs")
+	type want struct{ dtype, quantization, util string }
+	var cases []struct {
+		m    serving.ModelSpec
+		pool gpupool.Pool
+		want want
+	}
+	add := func(dtype, q string, p gpupool.Pool, util string) {
+		cases = append(cases, struct {
+			m    serving.ModelSpec
+			pool gpupool.Pool
+			want want
+		}{serving.ModelSpec{Name: "m", Source: "s3://b/m", ParametersB: 8, Dtype: dtype, Quantization: q, TensorParallel: 1,
+			MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: 1, MaxReplicas: 2, QueueDepthTarget: 5}, p, want{dtype, q, util}})
+	}
+	for _, d := range serving.Dtypes {
+		add(d, "", h100, "0.9")
+	}
+	for _, q := range serving.QuantizationNames() {
+		add("auto", q, h100, "0.9")
+	}
+	add("bfloat16", "", sliced, "0.225")
+	for _, tc := range cases {
+		t.Run(tc.want.dtype+"/"+tc.want.quantization+"/"+tc.pool.Name, func(t *testing.T) {
+			t.Parallel()
+			if errs := tc.m.Validate(nil, serving.S3); len(errs) != 0 {
+				t.Fatalf("the config contract refuses %+v: %v", tc.m, errs)
+			}
+			if errs := serving.Fit(nil, tc.m.Model(), tc.pool); len(errs) != 0 {
+				t.Fatalf("does not fit: %v", errs)
+			}
+			e := serving.NewEngine(tc.m, tc.pool, o, nil, "")
+			var cmd []string
+			for _, obj := range renderEngine(t, e) {
+				if obj["kind"] == "Deployment" {
+					for _, a := range get(obj, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)["command"].([]any) {
+						cmd = append(cmd, fmt.Sprint(a))
+					}
+				}
+			}
+			got, err := parseVLLMServe(cmd)
+			if err != nil {
+				t.Fatalf("vLLM v0.11.0 refuses %v: %v", cmd, err)
+			}
+			if got["--dtype"] != tc.want.dtype || got["--quantization"] != tc.want.quantization || got["--gpu-memory-utilization"] != tc.want.util {
+				t.Errorf("dtype %q quantization %q utilization %q, want %+v", got["--dtype"], got["--quantization"], got["--gpu-memory-utilization"], tc.want)
+			}
+			if got["--enable-prefix-caching"] == "false" {
+				t.Errorf("%v switches prefix caching off, a vLLM default", cmd)
+			}
+		})
+	}
+}
+
+// What the parser refuses, so that the test above can fail: the dtypes the
+// old contract passed straight through, and misspellings.
+func TestVLLMParserRefuses(t *testing.T) {
+	t.Parallel()
+	for _, bad := range [][]string{
+		{"vllm", "serve", "/models/m", "--dtype", "fp8"},
+		{"vllm", "serve", "/models/m", "--dtype", "int4"},
+		{"vllm", "serve", "/models/m", "--quantization", "int8"},
+		{"vllm", "serve", "/models/m", "--tensor-parallel-size", "two"},
+		{"vllm", "serve", "/models/m", "--max-model-length", "8192"},
+	} {
+		if _, err := parseVLLMServe(bad); err == nil {
+			t.Errorf("%v parsed", bad)
+		}
+	}
+	if got, err := parseVLLMServe([]string{"vllm", "serve", "/models/m", "--gpu_memory_utilization", "0.5", "--no-enable-prefix-caching"}); err != nil ||
+		got["--gpu-memory-utilization"] != "0.5" || got["--enable-prefix-caching"] != "false" {
+		t.Errorf("underscores and --no- flags: %v, %v", got, err)
+	}
+}
