@@ -35,6 +35,12 @@ func Program(ctx *pulumi.Context) error {
 // Deploy registers a plan: the target's providers and pools, the workload
 // side on top of them, and the stack outputs.
 func Deploy(ctx *pulumi.Context, p *plan.Plan) error {
+	if p.Identity != nil {
+		// checked by the plan: only a Federator gets an identity
+		if _, err := p.Target.(target.Federator).Federate(ctx, p.Cluster, *p.Identity); err != nil {
+			return err
+		}
+	}
 	providers, err := p.Target.Providers(ctx, p.Cluster, p.RenderDir)
 	if err != nil {
 		return err

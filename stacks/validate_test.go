@@ -185,6 +185,14 @@ func TestValidationRules(t *testing.T) {
 		{"models without storage", stacktest.ServingAKS, func(c map[string]any) { delete(c, "storage") }, `gpu-node-pools:storage: required with models`},
 		{"storage kind unknown", stacktest.ServingAKS, func(c map[string]any) { c["storage"].(map[string]any)["kind"] = "gcs" }, `gpu-node-pools:storage.kind: must be one of s3, azureBlob, got "gcs"`},
 		{"s3 without keys", stacktest.ServingNatron, func(c map[string]any) { delete(c["storage"].(map[string]any), "secretKey") }, `gpu-node-pools:storage.accessKey: accessKey and secretKey are required for s3`},
+		{"workload identity without the identity's name", stacktest.ServingAKS, func(c map[string]any) { delete(c["storage"].(map[string]any), "identityName") },
+			`gpu-node-pools:storage.identityName: required with clientId: the managed identity's name, to federate it with the weights-download service account`},
+		{"workload identity on bare metal", stacktest.ServingNatron, func(c map[string]any) {
+			c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21", "identityName": "reader"}
+			stacktest.Model(c)["source"] = "az://models/x"
+		}, `gpu-node-pools:storage.clientId: workload identity needs a cluster that federates service accounts with Azure (target aks); on target natron use an accountKey`},
+		{"aks login unknown", stacktest.AKS, func(c map[string]any) { c["aks"].(map[string]any)["login"] = "devicecode" },
+			`gpu-node-pools:aks.login: must be one of azurecli, workloadidentity, spn, got "devicecode"`},
 		{"azure blob without credentials", stacktest.ServingAKS, func(c map[string]any) { delete(c["storage"].(map[string]any), "clientId") }, `gpu-node-pools:storage.accountKey: azureBlob needs an accountKey`},
 		// batch jobs
 		{"batch at peak time", stacktest.ServingAKS, func(c map[string]any) { stacktest.Batch(c)["schedule"] = "0 14 * * *" }, `gpu-node-pools:batchJobs[0].schedule: must run within the off-peak hours 22:00-06:00 UTC so that batch work does not compete with serving, got "0 14 * * *"`},

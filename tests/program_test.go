@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -10,13 +11,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/stacks/target/aks"
 )
 
 const (
 	agentPoolType  = "azure-native:containerservice:AgentPool"
+	federationType = "azure-native:managedidentity:FederatedIdentityCredential"
 	aksPoolType    = "gpu-node-pools:pools:AKSPool"
 	metalPoolType  = "gpu-node-pools:pools:BareMetalPool"
 	k8sProvider    = "pulumi:providers:kubernetes"
@@ -181,6 +185,7 @@ func TestProdStackUnderMocks(t *testing.T) {
 	for _, p := range pools {
 		want = append(want, aksPoolType+"::"+p.Name, agentPoolType+"::"+p.Name+"-agentpool")
 	}
+	want = append(want, federationType+"::weights-download-federation")
 	sort.Strings(want)
 	if diff := cmp.Diff(want, names(m)); diff != "" {
 		t.Fatalf("resources (-want +got):\n%s", diff)
@@ -249,15 +254,80 @@ func TestProdStackUnderMocks(t *testing.T) {
 		})
 	}
 
-	// The workload provider's kubeconfig comes from Azure and stays secret.
+	// The workload provider's kubeconfig comes from Azure, signs in with
+	// aks.login instead of a device code, and stays secret.
 	prov, _ := m.ByName(k8sProvider, "workload")
 	kc := dig(prov.Inputs, "kubeconfig")
-	if !kc.IsSecret() || kc.SecretValue().Element.StringValue() != pulumitest.AKSKubeconfig {
-		t.Errorf("workload kubeconfig must be the AKS user kubeconfig as a secret, got %v", kc)
+	if !kc.IsSecret() {
+		t.Errorf("workload kubeconfig must be a secret, got %v", kc)
+	} else if args := fmt.Sprint(execArgs(t, kc.SecretValue().Element.StringValue())); args != "[get-token --login azurecli --server-id 6dae42f8-4368-4678-94ff-3960e28e3630]" {
+		t.Errorf("workload kubeconfig signs in with %s, want kubelogin with the Azure CLI (aks.login: azurecli)", args)
 	}
-	calls := m.Calls()
-	if len(calls) != 1 || calls[0].Args["resourceGroupName"].StringValue() != "rg-acme-prod" || calls[0].Args["resourceName"].StringValue() != "aks-acme-prod" {
-		t.Errorf("credentials lookup: %+v", calls)
+	var lookups []string
+	for _, c := range m.Calls() {
+		lookups = append(lookups, c.Token+" "+c.Args["resourceGroupName"].StringValue()+"/"+c.Args["resourceName"].StringValue())
+	}
+	sort.Strings(lookups)
+	if diff := cmp.Diff([]string{
+		"azure-native:containerservice:getManagedCluster rg-acme-prod/aks-acme-prod",
+		"azure-native:containerservice:listManagedClusterUserCredentials rg-acme-prod/aks-acme-prod",
+	}, lookups); diff != "" {
+		t.Errorf("Azure lookups (-want +got):\n%s", diff)
+	}
+
+	// The weight download's service account is trusted by the managed
+	// identity, for the cluster's issuer, on the stack's one plugin.
+	fic, ok := m.ByName(federationType, "weights-download-federation")
+	if !ok {
+		t.Fatal("no federated identity credential")
+	}
+	if got := fic.Inputs.Mappable(); !reflect.DeepEqual(got, map[string]any{
+		"resourceGroupName": "rg-acme-prod", "resourceName": "acme-models-reader",
+		"federatedIdentityCredentialResourceName": "aks-acme-prod-models-weights-download",
+		"issuer": pulumitest.AKSIssuer, "subject": "system:serviceaccount:models:weights-download",
+		"audiences": []any{"api://AzureADTokenExchange"},
+	}) {
+		t.Errorf("federated identity credential %v", got)
+	}
+	if fic.Version != aks.AzureNativeVersion {
+		t.Errorf("federated identity credential on azure-native %q, the stack's agent pools on %s", fic.Version, aks.AzureNativeVersion)
+	}
+}
+
+// execArgs reads the exec args of a kubeconfig's only user.
+func execArgs(t *testing.T, kubeconfig string) []any {
+	t.Helper()
+	var kc struct {
+		Users []struct {
+			User struct {
+				Exec struct {
+					Args []any `json:"args"`
+				} `json:"exec"`
+			} `json:"user"`
+		} `json:"users"`
+	}
+	if err := yaml.Unmarshal([]byte(kubeconfig), &kc); err != nil || len(kc.Users) != 1 {
+		t.Fatalf("kubeconfig: %v: %s", err, kubeconfig)
+	}
+	return kc.Users[0].User.Exec.Args
+}
+
+// A cluster without an OIDC issuer or workload identity stops the program
+// before anything is registered, saying what to enable.
+func TestProdStackNeedsWorkloadIdentity(t *testing.T) {
+	t.Parallel()
+	cfg, secrets, err := pulumitest.StackConfig("prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &pulumitest.Mocks{AKSCluster: map[string]any{"name": "aks-acme-prod", "oidcIssuerProfile": map[string]any{"enabled": false}}}
+	_, err = m.Run(stacks.Program, "gpu-node-pools", "prod", cfg, secrets)
+	want := "az aks update -g rg-acme-prod -n aks-acme-prod --enable-oidc-issuer --enable-workload-identity"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "gpu-node-pools:storage.clientId") {
+		t.Fatalf("error %v, want one naming storage.clientId and %q", err, want)
+	}
+	if rs := m.Resources(); len(rs) != 0 {
+		t.Errorf("registered %d resources before failing, first %s", len(rs), rs[0].Type)
 	}
 }
 

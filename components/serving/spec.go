@@ -57,10 +57,15 @@ type Storage struct {
 	Account  string `json:"account,omitempty"`
 	// ClientID is the managed identity the download Jobs use through AKS
 	// workload identity (azureBlob), instead of an account key.
-	ClientID   string        `json:"clientId,omitempty"`
-	AccessKey  secret.Secret `json:"accessKey,omitempty"`
-	SecretKey  secret.Secret `json:"secretKey,omitempty"`
-	AccountKey secret.Secret `json:"accountKey,omitempty"`
+	ClientID string `json:"clientId,omitempty"`
+	// IdentityName and IdentityResourceGroup name that managed identity,
+	// which the program federates with the download service account (the
+	// resource group defaults to the cluster's).
+	IdentityName          string        `json:"identityName,omitempty"`
+	IdentityResourceGroup string        `json:"identityResourceGroup,omitempty"`
+	AccessKey             secret.Secret `json:"accessKey,omitempty"`
+	SecretKey             secret.Secret `json:"secretKey,omitempty"`
+	AccountKey            secret.Secret `json:"accountKey,omitempty"`
 }
 
 // HasSecrets reports whether the block holds a secret value.

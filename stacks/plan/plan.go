@@ -40,6 +40,9 @@ type Plan struct {
 	Policies *policy.Resolved
 	// Images are the images the stack runs itself.
 	Images []policy.Image
+	// Identity is the weight download's workload identity, to federate
+	// (nil without one).
+	Identity *target.Identity
 }
 
 // Facts are the pools' facts in config order.

@@ -62,6 +62,7 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, 
 		p.Policies = &pol
 	}
 	p.Images = ownImages(p, options)
+	p.Identity = r.resolveIdentity(t, options)
 	// Both checks read the GPU stack's charts: not when it was reported.
 	gpuStackOK := !r.broken(key("platform")) && !r.reported(key("platform").Child("gpuStack"))
 	if p.Policies != nil && gpuStackOK && !r.broken(key("serving")) && !r.broken(key("batchJobs")) {
@@ -118,6 +119,26 @@ func (r *resolver) pool(p *field.Path, name string) (facts *gpupool.Pool, known 
 		r.add(check.Invalid(p, name, "must name one of the pools (%s)", strings.Join(names, ", ")))
 	}
 	return facts, known
+}
+
+// resolveIdentity is the download Job's workload identity when the weights
+// store uses one: only targets that federate identities can.
+func (r *resolver) resolveIdentity(t target.Target, o serving.Options) *target.Identity {
+	st := r.cfg.Storage
+	if st == nil || st.ClientID == "" || len(r.cfg.Models) == 0 || r.broken(key("storage")) {
+		return nil
+	}
+	p := key("storage")
+	if _, ok := t.(target.Federator); !ok {
+		r.add(check.Forbidden(p.Child("clientId"), st.ClientID, "workload identity needs a cluster that federates service accounts with Azure (target aks); on target %s use an accountKey", t.Name()))
+		return nil
+	}
+	if st.IdentityName == "" {
+		r.add(check.Required(p.Child("identityName"), "required with clientId: the managed identity's name, to federate it with the "+serving.DownloadServiceAccount+" service account"))
+		return nil
+	}
+	return &target.Identity{Namespace: o.Namespace, ServiceAccount: serving.DownloadServiceAccount,
+		ClientID: st.ClientID, Name: st.IdentityName, ResourceGroup: st.IdentityResourceGroup}
 }
 
 // resolveServing makes each model's engine (with the fit check against

@@ -42,6 +42,27 @@ type Target interface {
 	NewPool(ctx *pulumi.Context, pool gpupool.Resolved, c Cluster, providers *Providers, protect bool) (pulumi.Resource, error)
 }
 
+// Identity is a Kubernetes service account that signs in to Azure as a
+// user-assigned managed identity (workload identity).
+type Identity struct {
+	Namespace, ServiceAccount string
+	// ClientID is the identity's client ID, Name and ResourceGroup where
+	// it lives ("": the cluster's resource group).
+	ClientID, Name, ResourceGroup string
+}
+
+// Subject is the token subject Kubernetes issues to the service account.
+func (id Identity) Subject() string {
+	return "system:serviceaccount:" + id.Namespace + ":" + id.ServiceAccount
+}
+
+// Federator is a target whose clusters can federate a service account with
+// a cloud identity. Federate checks the cluster can (it fails, naming what
+// to enable, before anything is registered) and registers the trust.
+type Federator interface {
+	Federate(ctx *pulumi.Context, c Cluster, id Identity) (pulumi.Resource, error)
+}
+
 // Cluster is a target's config block: the cluster its pools join.
 type Cluster interface {
 	// Validate checks the block; rendering is set when the stack renders

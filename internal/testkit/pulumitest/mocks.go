@@ -26,6 +26,8 @@ type Resource struct {
 	IgnoreChanges       []string
 	ReplaceOnChanges    []string
 	DeleteBeforeReplace bool
+	// Version is the provider plugin version the resource asked for.
+	Version string
 }
 
 // Mocks records every resource and call. Safe for concurrent use.
@@ -33,13 +35,34 @@ type Mocks struct {
 	mu        sync.Mutex
 	resources []Resource
 	calls     []pulumi.MockCallArgs
+	// AKSCluster, when set, is what the mocked Azure API returns for the
+	// managed cluster (default: OIDC issuer and workload identity on).
+	AKSCluster map[string]any
 }
+
+// AKSIssuer is the mocked cluster's OIDC issuer URL.
+const AKSIssuer = "https://westeurope.oic.prod-aks.azure.com/72f988bf-86f1-41af-91ab-2d7cd011db47/4c1a6a8b-1f0e-4a3e-9c1b-2d5e6f7a8b9c/"
 
 // GeneratedSecret is the "random" password the mocks generate.
 const GeneratedSecret = "generated-" + SecretMarker
 
-// AKSKubeconfig is what the mocked Azure API returns as the user kubeconfig.
-const AKSKubeconfig = "apiVersion: v1\nkind: Config\nclusters: []\n# mock aks user kubeconfig\n"
+// AKSKubeconfig is what the mocked Azure API returns as the user
+// kubeconfig of an Entra ID-integrated cluster: kubelogin, interactive.
+const AKSKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: acme-prod
+  cluster:
+    server: https://acme-prod.hcp.westeurope.azmk8s.io:443
+users:
+- name: clusterUser_rg-acme_acme-prod
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1beta1
+      command: kubelogin
+      args: [get-token, --environment, AzurePublicCloud, --server-id, 6dae42f8-4368-4678-94ff-3960e28e3630,
+        --client-id, 80faf920-1908-4b52-b5ef-a8e7bedfc67a, --tenant-id, 72f988bf-86f1-41af-91ab-2d7cd011db47, --login, devicecode]
+`
 
 // NewResource records the resource and echoes its inputs as its state.
 func (m *Mocks) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
@@ -50,6 +73,7 @@ func (m *Mocks) NewResource(args pulumi.MockResourceArgs) (string, resource.Prop
 		r.IgnoreChanges = rpc.GetIgnoreChanges()
 		r.ReplaceOnChanges = rpc.GetReplaceOnChanges()
 		r.DeleteBeforeReplace = rpc.GetDeleteBeforeReplace()
+		r.Version = rpc.GetVersion()
 	}
 	m.mu.Lock()
 	m.resources = append(m.resources, r)
@@ -78,6 +102,16 @@ func (m *Mocks) Call(args pulumi.MockCallArgs) (resource.PropertyMap, error) {
 				"name":  "clusterUser",
 				"value": base64.StdEncoding.EncodeToString([]byte(AKSKubeconfig)),
 			}},
+		}), nil
+	case "azure-native:containerservice:getManagedCluster":
+		if m.AKSCluster != nil {
+			return resource.NewPropertyMapFromMap(m.AKSCluster), nil
+		}
+		return resource.NewPropertyMapFromMap(map[string]any{
+			"name":              args.Args["resourceName"].StringValue(),
+			"location":          "westeurope",
+			"oidcIssuerProfile": map[string]any{"enabled": true, "issuerURL": AKSIssuer},
+			"securityProfile":   map[string]any{"workloadIdentity": map[string]any{"enabled": true}},
 		}), nil
 	}
 	return nil, fmt.Errorf("unexpected call %s", args.Token)
@@ -117,7 +151,12 @@ func (m *Mocks) ByName(typ, name string) (Resource, bool) {
 // Run runs a program under the mocks with the given stack config (full keys
 // such as gpu-node-pools:target) and returns the recording and the error.
 func Run(program pulumi.RunFunc, project, stack string, config map[string]string, secretKeys []string) (*Mocks, error) {
-	m := &Mocks{}
+	return (&Mocks{}).Run(program, project, stack, config, secretKeys)
+}
+
+// Run runs program against these mocks (set AKSCluster first to change
+// what Azure answers).
+func (m *Mocks) Run(program pulumi.RunFunc, project, stack string, config map[string]string, secretKeys []string) (*Mocks, error) {
 	err := pulumi.RunErr(program, pulumi.WithMocks(project, stack, m), func(info *pulumi.RunInfo) {
 		info.Config = config
 		info.ConfigSecretKeys = secretKeys

@@ -46,7 +46,7 @@ func Natron() map[string]any {
 func WithServing(c map[string]any) map[string]any {
 	poolName := Pool(c, 0)["name"]
 	if c["target"] == "aks" {
-		c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21"}
+		c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21", "identityName": "acme-models-reader"}
 		c["models"] = []any{map[string]any{
 			"name": "llama3-8b", "pool": poolName, "source": "az://models/llama3-8b", "parametersB": 8, "dtype": "bfloat16",
 			"tensorParallel": 1, "maxModelLen": 8192, "gpuMemoryUtilization": 0.9, "minReplicas": 0, "maxReplicas": 4, "queueDepthTarget": 5,

@@ -29,7 +29,8 @@ func (Target) Providers(ctx *pulumi.Context, c target.Cluster, renderDir string)
 	return &target.Providers{Workload: w}, nil
 }
 
-// kubeconfig reads the cluster's user kubeconfig from Azure, as a secret.
+// kubeconfig reads the cluster's user kubeconfig from Azure, signing in
+// with the cluster's login, as a secret.
 func kubeconfig(ctx *pulumi.Context, c *Cluster) pulumi.StringOutput {
 	creds := containerservice.ListManagedClusterUserCredentialsOutput(ctx, containerservice.ListManagedClusterUserCredentialsOutputArgs{
 		ResourceGroupName: pulumi.String(c.ResourceGroup),
@@ -40,7 +41,7 @@ func kubeconfig(ctx *pulumi.Context, c *Cluster) pulumi.StringOutput {
 		if err != nil {
 			return "", fmt.Errorf("aks user kubeconfig is not base64: %w", err)
 		}
-		return string(raw), nil
+		return ConvertKubeconfig(string(raw), c.LoginMode())
 	}).(pulumi.StringOutput)
 	return pulumi.ToSecret(kc).(pulumi.StringOutput)
 }

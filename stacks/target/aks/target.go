@@ -85,6 +85,9 @@ func (Target) ValidatePool(p *field.Path, s gpupool.Spec) field.ErrorList {
 type Cluster struct {
 	ResourceGroup string `json:"resourceGroup"`
 	ClusterName   string `json:"clusterName"`
+	// Login is how the provider signs in to an Entra ID-integrated
+	// cluster (Logins; azurecli when unset).
+	Login string `json:"login,omitempty"`
 }
 
 var (
@@ -100,6 +103,9 @@ func (c *Cluster) Validate(p *field.Path, _ bool) field.ErrorList {
 	}
 	if !clusterNameRe.MatchString(c.ClusterName) {
 		errs = append(errs, check.Invalid(p.Child("clusterName"), c.ClusterName, "must be an AKS cluster name (1-63 letters, digits, '-', '_', starting and ending with a letter or digit)"))
+	}
+	if c.Login != "" && !slices.Contains(Logins, c.Login) {
+		errs = append(errs, check.NotSupported(p.Child("login"), c.Login, Logins))
 	}
 	return errs
 }

@@ -1,0 +1,34 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/natron/gpu-node-pools/stacks/target/aks"
+)
+
+// The workflows that preview and apply AKS stacks can reach an Entra ID
+// cluster unattended: they sign in to Azure and install kubelogin, which
+// the converted kubeconfig runs (aks.login), and they install the one
+// azure-native plugin every Azure resource of a stack is pinned to.
+func TestWorkflowsReachEntraClusters(t *testing.T) {
+	t.Parallel()
+	for _, wf := range []string{"preview.yml", "up.yml"} {
+		b, err := os.ReadFile(filepath.Join("..", ".github", "workflows", wf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		for _, want := range []string{
+			"uses: azure/login@v2",
+			"uses: azure/use-kubelogin@v1",
+			"pulumi plugin install resource azure-native " + aks.AzureNativeVersion,
+		} {
+			if !strings.Contains(s, want) {
+				t.Errorf("%s lacks %q", wf, want)
+			}
+		}
+	}
+}
