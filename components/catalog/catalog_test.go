@@ -25,6 +25,11 @@ func TestEverySKUIsComplete(t *testing.T) {
 			if s.GPUs < 1 || s.VCPUs < 1 || s.MemoryGiB < 1 || s.GPU.MemoryGB < 1 || s.GPU.Model == "" || s.GPU.Label == "" || s.Family == "" {
 				t.Errorf("%s: incomplete entry %+v", n, s)
 			}
+			// NVIDIA's CUDA GPUs list: V100 7.0, T4 7.5, A100 8.0, A10 8.6,
+			// H100/H200 9.0; MIG came with 8.0
+			if cc := s.GPU.ComputeCapability; cc < 70 || cc > 100 || (s.GPU.MIG && cc < 80) {
+				t.Errorf("%s: compute capability %d", n, cc)
+			}
 			if target == AKS && !strings.HasPrefix(n, "Standard_N") {
 				t.Errorf("%s: not an Azure N-series size name", n)
 			}
