@@ -26,14 +26,15 @@ vet:
 lint:
 	.ci/toolchain/actionlint.sh
 
-# The engine, API-server and policy tests need the pinned toolchain,
-# kube-apiserver, etcd and the Kyverno CLI: each builds once per version into
-# the per-user cache.
+# The engine, API-server, scheduling and policy tests need the pinned
+# toolchain, kube-apiserver, kube-scheduler, etcd, KWOK and the Kyverno CLI:
+# each builds once per version into the per-user cache.
 unit:
 	GPU_NODE_POOLS_PULUMI_BIN="$$(.ci/toolchain/install.sh | tail -n 1)" \
 	GPU_NODE_POOLS_KUBE_BIN="$$(.ci/toolchain/kube-apiserver.sh | tail -n 1)" \
 	GPU_NODE_POOLS_ETCD_BIN="$$(.ci/toolchain/etcd.sh | tail -n 1)" \
 	GPU_NODE_POOLS_KYVERNO_BIN="$$(.ci/toolchain/kyverno.sh | tail -n 1)" \
+	GPU_NODE_POOLS_KWOK_BIN="$$(.ci/toolchain/kwok.sh | tail -n 1)" \
 	go test -count=1 -timeout 45m ./...
 
 # Each fuzz target for FUZZTIME; a crasher lands in stacks/testdata/fuzz/

@@ -21,6 +21,18 @@ const (
 	WaitImage       = "busybox:1.37"
 )
 
+// PriorityClass is one of the priorities model serving brings.
+type PriorityClass struct {
+	Name, Description, Preemption string
+	Value                         int
+}
+
+// PriorityClasses: real-time inference always wins over batch work for GPUs.
+var PriorityClasses = []PriorityClass{
+	{ServingPriority, "model serving: preempts batch work", "PreemptLowerPriority", 100000},
+	{BatchPriority, "off-peak batch work: yields to serving, never preempts", "Never", 1000},
+}
+
 // Release is the Helm release name of a model.
 func Release(model string) string { return "vllm-" + model }
 

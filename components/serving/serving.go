@@ -149,16 +149,10 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 	inNS := append(child, pulumi.DependsOn([]pulumi.Resource{nsRes}))
 
 	// Real-time inference always wins over batch work for GPUs.
-	for _, pc := range []struct {
-		name, desc, preemption string
-		value                  int
-	}{
-		{ServingPriority, "model serving: preempts batch work", "PreemptLowerPriority", 100000},
-		{BatchPriority, "off-peak batch work: yields to serving, never preempts", "Never", 1000},
-	} {
-		if _, err := schedulingv1.NewPriorityClass(ctx, name+"-"+pc.name, &schedulingv1.PriorityClassArgs{
-			Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(pc.name)},
-			Value:    pulumi.Int(pc.value), Description: pulumi.String(pc.desc), PreemptionPolicy: pulumi.String(pc.preemption),
+	for _, pc := range PriorityClasses {
+		if _, err := schedulingv1.NewPriorityClass(ctx, name+"-"+pc.Name, &schedulingv1.PriorityClassArgs{
+			Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(pc.Name)},
+			Value:    pulumi.Int(pc.Value), Description: pulumi.String(pc.Description), PreemptionPolicy: pulumi.String(pc.Preemption),
 		}, child...); err != nil {
 			return fail("priority class", err)
 		}

@@ -27,7 +27,23 @@ import (
 const (
 	KubeBinEnv = "GPU_NODE_POOLS_KUBE_BIN"
 	EtcdBinEnv = "GPU_NODE_POOLS_ETCD_BIN"
+	KwokBinEnv = "GPU_NODE_POOLS_KWOK_BIN"
 )
+
+// apiControllers are what applying and deleting objects needs: without the
+// garbage collector, foreground deletion (what the Pulumi provider asks
+// for) never finishes; without the namespace controller, a deleted
+// namespace stays Terminating; without the PVC protection controller, a
+// deleted claim keeps its finalizer.
+var apiControllers = []string{"garbage-collector-controller", "namespace-controller", "persistentvolumeclaim-protection-controller"}
+
+// schedulingControllers are what running pods needs besides: node
+// lifecycle (it lifts the not-ready taint the API server gives a new Node
+// once KWOK reports it Ready), service accounts (pods are refused in a
+// namespace without its default one), the workload controllers that make
+// pods, and the binder of claims to static volumes.
+var schedulingControllers = []string{"node-lifecycle-controller", "serviceaccount-controller", "deployment-controller",
+	"replicaset-controller", "job-controller", "cronjob-controller", "daemonset-controller", "persistentvolume-binder-controller"}
 
 // Server is a running API server.
 type Server struct {
@@ -51,6 +67,38 @@ func (s *Server) KubeconfigYAML(t testing.TB) string {
 // both, by their pids, when the test ends. Without the binaries it skips,
 // saying how to get them (in CI it fails).
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return startServer(t, apiControllers)
+}
+
+// StartCluster is Start plus what makes pods run, with no kubelet: the real
+// kube-scheduler, KWOK (which keeps every Node Ready and marks the pods
+// bound to them Running) and the controllers scheduling needs.
+func StartCluster(t testing.TB) *Server {
+	t.Helper()
+	kwokBin := os.Getenv(KwokBinEnv)
+	if kwokBin == "" {
+		pulumitest.Missing(t, "a simulated cluster needs %s: run `make test`, which builds kwok once", KwokBinEnv)
+	}
+	s := startServer(t, append(append([]string{}, apiControllers...), schedulingControllers...))
+	kubeBin := os.Getenv(KubeBinEnv)
+	start(t, s.dir, "kube-scheduler", filepath.Join(kubeBin, "kube-scheduler"),
+		"--kubeconfig", s.Kubeconfig, "--authentication-kubeconfig", s.Kubeconfig, "--authorization-kubeconfig", s.Kubeconfig,
+		"--secure-port", "0", "--leader-elect=false")
+	start(t, s.dir, "kwok", filepath.Join(kwokBin, "kwok"),
+		"--kubeconfig", s.Kubeconfig, "--manage-all-nodes=true", "--server-address", "127.0.0.1:0",
+		"--config", filepath.Join(kwokBin, "stages.yaml"))
+	return s
+}
+
+// Log is the log of one of the cluster's processes (for failure messages).
+func (s *Server) Log(t testing.TB, name string) string {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(s.dir, name+".log"))
+	return tail(string(b), 4000)
+}
+
+func startServer(t testing.TB, controllers []string) *Server {
 	t.Helper()
 	kubeBin, etcdBin := os.Getenv(KubeBinEnv), os.Getenv(EtcdBinEnv)
 	if kubeBin == "" || etcdBin == "" {
@@ -109,13 +157,10 @@ current-context: test
 		t.Fatal(err)
 	}
 	s.waitReady(t, p)
-	// Without the garbage collector, foreground deletion (what the Pulumi
-	// provider asks for) never finishes; without the namespace controller,
-	// a deleted namespace stays Terminating; without the PVC protection
-	// controller, a deleted claim keeps its finalizer. Nothing else is needed.
 	start(t, dir, "kube-controller-manager", filepath.Join(kubeBin, "kube-controller-manager"),
 		"--kubeconfig", s.Kubeconfig, "--authentication-kubeconfig", s.Kubeconfig, "--authorization-kubeconfig", s.Kubeconfig,
-		"--controllers", "garbage-collector-controller,namespace-controller,persistentvolumeclaim-protection-controller",
+		"--controllers", strings.Join(controllers, ","),
+		"--service-account-private-key-file", p.saKey, "--root-ca-file", p.caCert,
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(freePort(t)),
 		"--use-service-account-credentials=false")
 	return s

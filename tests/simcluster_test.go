@@ -1,0 +1,139 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
+)
+
+// create writes objects to the simulated cluster with kubectl create (a
+// Node keeps the capacity in its status that way).
+func create(t *testing.T, srv *kubeapi.Server, objs ...map[string]any) {
+	t.Helper()
+	var docs []string
+	for _, o := range objs {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	f := filepath.Join(t.TempDir(), "objects.yaml")
+	if err := os.WriteFile(f, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kubectl(t, "create", "-f", f)
+}
+
+// placement is where one pod ended up.
+type placement struct {
+	Namespace, Name, Node, Phase string
+	// Unschedulable is the scheduler's message for a pod it could not place.
+	Unschedulable string
+	Labels        map[string]string
+	GPUs          bool // requests a GPU resource
+	Owner         string
+}
+
+// placements reads every pod of the cluster.
+func placements(t *testing.T, srv *kubeapi.Server) []placement {
+	t.Helper()
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Namespace, Name string
+				Labels          map[string]string
+				OwnerReferences []struct{ Kind, Name string } `json:"ownerReferences"`
+			}
+			Spec struct {
+				NodeName   string `json:"nodeName"`
+				Containers []struct {
+					Resources struct {
+						Requests map[string]string
+						Limits   map[string]string
+					}
+				}
+			}
+			Status struct {
+				Phase      string
+				Conditions []struct{ Type, Status, Reason, Message string }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(srv.Kubectl(t, "get", "pods", "-A", "-o", "json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	var out []placement
+	for _, p := range list.Items {
+		pl := placement{Namespace: p.Metadata.Namespace, Name: p.Metadata.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase, Labels: p.Metadata.Labels}
+		for _, o := range p.Metadata.OwnerReferences {
+			pl.Owner = o.Kind + "/" + o.Name
+		}
+		for _, c := range p.Spec.Containers {
+			for k := range c.Resources.Limits {
+				pl.GPUs = pl.GPUs || strings.HasPrefix(k, "nvidia.com/")
+			}
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == "PodScheduled" && c.Status == "False" && c.Reason == "Unschedulable" {
+				pl.Unschedulable = c.Message
+			}
+		}
+		out = append(out, pl)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name })
+	return out
+}
+
+// settle waits until every pod is either bound and running or reported
+// unschedulable by the scheduler, and no fewer than want pods exist.
+func settle(t *testing.T, srv *kubeapi.Server, want int) []placement {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		pods := placements(t, srv)
+		done := len(pods) >= want
+		for _, p := range pods {
+			if !(p.Node != "" && (p.Phase == "Running" || p.Phase == "Succeeded")) && p.Unschedulable == "" {
+				done = false
+			}
+		}
+		if done {
+			return pods
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pods did not settle in 2 minutes:\n%s\nscheduler log:\n%s", report(pods, nil), srv.Log(t, "kube-scheduler"))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// report is the table of pod → node → pool.
+func report(pods []placement, poolOf map[string]string) string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(w, "POD\tNODE\tPOOL\tSTATUS")
+	for _, p := range pods {
+		status := p.Phase
+		if p.Unschedulable != "" {
+			status = "Pending: " + p.Unschedulable
+		}
+		pool := poolOf[p.Node]
+		if pool == "" && p.Node != "" {
+			pool = "(cpu)"
+		}
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\n", p.Namespace, p.Name, p.Node, pool, status)
+	}
+	w.Flush()
+	return b.String()
+}
