@@ -126,7 +126,7 @@ func TestDevStackSchedules(t *testing.T) {
 	tooBig := map[string]any{"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": "too-big", "namespace": p.Serving.Options.Namespace},
 		"spec": map[string]any{
-			"tolerations": []any{map[string]any{"key": gpupool.GPUTaintKey, "operator": "Exists"}},
+			"tolerations":  []any{map[string]any{"key": gpupool.GPUTaintKey, "operator": "Exists"}},
 			"nodeSelector": infer.NodeSelector,
 			"containers": []any{map[string]any{"name": "c", "image": "x", "resources": map[string]any{
 				"limits": map[string]any{infer.GPUResource: fmt.Sprint(2 * infer.GPUResourcesPerNode)}}}},

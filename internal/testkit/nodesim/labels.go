@@ -117,4 +117,3 @@ var OperandSelectors = map[string]string{
 	"nvidia-dcgm-exporter":               "nvidia.com/gpu.deploy.dcgm-exporter",
 	"nvidia-operator-validator":          "nvidia.com/gpu.deploy.operator-validator",
 }
-
