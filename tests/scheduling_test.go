@@ -8,6 +8,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
@@ -44,6 +45,7 @@ func workloadsOf(t *testing.T, p *plan.Plan) []map[string]any {
 		objs = append(objs,
 			map[string]any{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": map[string]any{"name": "pv-" + e.Name},
 				"spec": map[string]any{"capacity": map[string]any{"storage": size}, "accessModes": []any{"ReadWriteMany"},
+					"claimRef": map[string]any{"namespace": ns, "name": serving.WeightsClaim(e.Name)},
 					"storageClassName": sp.Options.StorageClass, "nfs": map[string]any{"server": "10.0.0.9", "path": "/" + e.Name}}},
 			map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": map[string]any{"name": serving.WeightsClaim(e.Name), "namespace": ns},
 				"spec": map[string]any{"accessModes": []any{"ReadWriteMany"}, "storageClassName": sp.Options.StorageClass,
@@ -97,89 +99,229 @@ func platformWorkloads(t *testing.T) []map[string]any {
 	return objs
 }
 
-// The dev stack's pods on its pools, scheduled by the real kube-scheduler:
-// every model server and batch pod on its own pool; nothing that asks for
-// no GPU on a GPU node; host agents on every node; and a pod that asks for
-// more GPUs than a node has stays Pending with the scheduler's reason.
-func TestDevStackSchedules(t *testing.T) {
-	t.Parallel()
-	cfg := stacktest.Config(t, "dev")
-	p, err := plan.Resolve(cfg, "dev")
-	if err != nil {
-		t.Fatal(err)
+// gpuDaemonSets are the GPU stack's DaemonSets as they run on the
+// cluster: the device plugin and DCGM exporter charts rendered with the
+// program's values or, with the GPU operator, the operand DaemonSets the
+// operator creates at run time (its Go module is not served): each with
+// its asset's node selector (nodesim.OperandSelectors, from
+// assets/state-*/0500_daemonset.yaml and state-dcgm-exporter at v26.7.0)
+// and the tolerations our rendered ClusterPolicy gives every operand
+// (spec.daemonsets.tolerations). Other objects of the charts (the
+// operator's Deployment, NFD) come back as the second list.
+func gpuDaemonSets(t *testing.T, p *plan.Plan) (gpu, other []map[string]any) {
+	t.Helper()
+	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
+	ns := p.Platform.Namespace
+	other = append(other, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	for _, rel := range platform.Releases(p.Platform, p.Facts()) {
+		for _, o := range helmtest.RenderRelease(t, charts, rel, ns) {
+			switch o["kind"] {
+			case "ClusterPolicy":
+				tolerations := helmtest.Get(o, "spec", "daemonsets", "tolerations")
+				for name, label := range nodesim.OperandSelectors {
+					gpu = append(gpu, daemonSet(ns, name, map[string]any{label: "true"}, tolerations))
+				}
+			case "DaemonSet":
+				if rel.Chart.Name == platform.GPUOperatorChart.Name { // NFD's, a host agent
+					other = append(other, o)
+				} else {
+					gpu = append(gpu, o)
+				}
+			case "Deployment":
+				other = append(other, o)
+			}
+		}
 	}
-	srv := kubeapi.StartCluster(t)
+	for _, o := range append(gpu, other...) {
+		if meta := o["metadata"].(map[string]any); meta["namespace"] == nil && o["kind"] != "Namespace" {
+			meta["namespace"] = ns
+		}
+		if spec, ok := helmtest.Get(o, "spec", "template", "spec").(map[string]any); ok {
+			delete(spec, "serviceAccountName")
+		}
+	}
+	return gpu, other
+}
 
-	poolOf := map[string]string{}
+// daemonSet is a minimal DaemonSet: what the scheduler reads of one.
+func daemonSet(ns, name string, selector map[string]any, tolerations any) map[string]any {
+	labels := map[string]any{"app": name}
+	spec := map[string]any{"nodeSelector": selector, "containers": []any{map[string]any{"name": name, "image": "nvcr.io/nvidia/" + name}}}
+	if tolerations != nil {
+		spec["tolerations"] = tolerations
+	}
+	return map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": spec}}}
+}
+
+// nodesFor is how many nodes the cluster autoscaler would give a pool for
+// the stack's pods: one replica of each model and one run of each batch
+// job on it, at least one node.
+func nodesFor(p *plan.Plan, pool gpupool.Pool) int {
+	gpus := 0
+	for _, e := range p.Serving.Engines {
+		if e.Pool.Name == pool.Name {
+			gpus += e.TensorParallel
+		}
+	}
+	for _, j := range p.Serving.Jobs {
+		if j.Pool.Name == pool.Name {
+			gpus += j.GPUs
+		}
+	}
+	return max(1, (gpus+pool.GPUResourcesPerNode-1)/pool.GPUResourcesPerNode)
+}
+
+// simulated is a stack's Kubernetes side on a simulated cluster.
+type simulated struct {
+	srv    *kubeapi.Server
+	poolOf map[string]string // node -> pool ("" for a CPU node)
+	nodes  []string
+	gpuDS  map[string]bool // the GPU stack's DaemonSets by name
+	pods   []placement
+}
+
+// simulate starts a cluster with a node per pool (nodesPerPool more where
+// given) and two CPU nodes, creates the stack's workloads, the GPU stack's
+// DaemonSets and the platform's, plus extra objects, and waits for the
+// scheduler; want counts the pods that are not DaemonSet pods.
+func simulate(t *testing.T, p *plan.Plan, extra []map[string]any, want int) *simulated {
+	t.Helper()
+	s := &simulated{srv: kubeapi.StartCluster(t), poolOf: map[string]string{}, gpuDS: map[string]bool{}}
 	var nodes []map[string]any
 	for _, pool := range p.Pools {
-		n := nodesim.GPUNode(pool, 0)
-		poolOf[n["metadata"].(map[string]any)["name"].(string)] = pool.Spec.Name
-		nodes = append(nodes, n)
+		for i := range nodesFor(p, pool.Facts) {
+			n := nodesim.GPUNode(pool, i)
+			nodes = append(nodes, n)
+			s.poolOf[n["metadata"].(map[string]any)["name"].(string)] = pool.Spec.Name
+		}
 	}
 	nodes = append(nodes, nodesim.CPUNode("platform-0", 16, 64), nodesim.CPUNode("platform-1", 16, 64))
-	create(t, srv, nodes...)
-	create(t, srv, platformWorkloads(t)...)
-	create(t, srv, workloadsOf(t, p)...)
+	for _, n := range nodes {
+		s.nodes = append(s.nodes, n["metadata"].(map[string]any)["name"].(string))
+	}
+	create(t, s.srv, nodes...)
+	gpu, other := gpuDaemonSets(t, p)
+	for _, d := range gpu {
+		s.gpuDS[d["metadata"].(map[string]any)["name"].(string)] = true
+	}
+	platformObjs := platformWorkloads(t)
+	create(t, s.srv, append(append(other, gpu...), platformObjs...)...)
+	create(t, s.srv, workloadsOf(t, p)...)
+	if len(extra) > 0 {
+		create(t, s.srv, extra...)
+	}
+	daemonPods := 0
+	for _, o := range append(append(gpu, other...), platformObjs...) {
+		if o["kind"] == "DaemonSet" {
+			daemonPods++ // at least one each
+		} else if o["kind"] == "Deployment" {
+			want++
+		}
+	}
+	s.pods = settle(t, s.srv, want+daemonPods)
+	t.Logf("where the %s stack's pods run:\n%s", p.Target.Name(), report(s.pods, s.poolOf))
+	return s
+}
 
-	infer := p.Pools[0].Facts
-	tooBig := map[string]any{"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"name": "too-big", "namespace": p.Serving.Options.Namespace},
-		"spec": map[string]any{
-			"tolerations":  []any{map[string]any{"key": gpupool.GPUTaintKey, "operator": "Exists"}},
-			"nodeSelector": infer.NodeSelector,
-			"containers": []any{map[string]any{"name": "c", "image": "x", "resources": map[string]any{
-				"limits": map[string]any{infer.GPUResource: fmt.Sprint(2 * infer.GPUResourcesPerNode)}}}},
-		}}
-	create(t, srv, tooBig)
-
-	// node-exporter on each node, the rest: engines, downloads, batch
-	// runs, KEDA's three and the add-on's three Deployments, Ollama, too-big
-	pods := settle(t, srv, len(nodes)+3*len(p.Serving.Engines)+len(p.Serving.Jobs)+8)
-	t.Logf("where the dev stack's pods run:\n%s", report(pods, poolOf))
-
-	engines := map[string]string{}
+// checkPlacements: every model server and batch pod on a node of its own
+// pool; no pod that asks for no GPU on a GPU node, except host agents
+// (DaemonSets); the GPU stack's DaemonSets on every GPU node and no CPU
+// node; node-exporter on every node.
+func (s *simulated) checkPlacements(t *testing.T, p *plan.Plan) {
+	t.Helper()
+	engines, jobs := map[string]string{}, map[string]string{}
 	for _, e := range p.Serving.Engines {
 		engines[e.Name] = e.Pool.Name
 	}
-	jobs := map[string]string{}
 	for _, j := range p.Serving.Jobs {
 		jobs[j.Name] = j.Pool.Name
 	}
-	exporters := map[string]bool{}
-	for _, pod := range pods {
+	covered := map[string]map[string]bool{}
+	for _, pod := range s.pods {
 		id := pod.Namespace + "/" + pod.Name
+		ds, isDS := strings.CutPrefix(pod.Owner, "DaemonSet/")
+		batch := jobs[strings.TrimSuffix(pod.Labels["batch.kubernetes.io/job-name"], "-run")]
 		switch {
-		case pod.Name == "too-big":
-			if pod.Node != "" || !strings.Contains(pod.Unschedulable, "Insufficient "+infer.GPUResource) {
-				t.Errorf("%s: node %q, scheduler says %q; want Pending for Insufficient %s", id, pod.Node, pod.Unschedulable, infer.GPUResource)
+		case isDS:
+			if covered[ds] == nil {
+				covered[ds] = map[string]bool{}
 			}
-		case strings.Contains(pod.Name, "node-exporter"):
-			exporters[pod.Node] = true
+			covered[ds][pod.Node] = true
+			if s.gpuDS[ds] && s.poolOf[pod.Node] == "" {
+				t.Errorf("GPU DaemonSet pod %s runs on CPU node %q", id, pod.Node)
+			}
 		case engines[pod.Labels["model"]] != "" && pod.GPUs:
-			if got := poolOf[pod.Node]; got != engines[pod.Labels["model"]] {
+			if got := s.poolOf[pod.Node]; got != engines[pod.Labels["model"]] {
 				t.Errorf("model server %s runs on %q (pool %q), want pool %s", id, pod.Node, got, engines[pod.Labels["model"]])
 			}
-		case jobs[strings.TrimSuffix(pod.Labels["batch.kubernetes.io/job-name"], "-run")] != "":
-			want := jobs[strings.TrimSuffix(pod.Labels["batch.kubernetes.io/job-name"], "-run")]
-			if got := poolOf[pod.Node]; got != want {
-				t.Errorf("batch pod %s runs on %q (pool %q), want pool %s", id, pod.Node, got, want)
+		case batch != "":
+			if got := s.poolOf[pod.Node]; got != batch {
+				t.Errorf("batch pod %s runs on %q (pool %q), want pool %s", id, pod.Node, got, batch)
 			}
 		case pod.GPUs:
-			t.Errorf("unexpected GPU pod %s", id)
+			// the extra pods of a test: checked there
 		default:
-			if pool := poolOf[pod.Node]; pool != "" || pod.Node == "" {
+			if pool := s.poolOf[pod.Node]; pool != "" || pod.Node == "" {
 				t.Errorf("%s asks for no GPU but runs on %q (GPU pool %q)", id, pod.Node, pool)
 			}
 		}
 	}
-	if len(exporters) != len(nodes) {
-		t.Errorf("node-exporter covers %d of %d nodes: %v", len(exporters), len(nodes), exporters)
+	for ds := range s.gpuDS {
+		if strings.HasSuffix(ds, "-mps-control-daemon") {
+			continue // only where MPS sharing is configured (nvidia.com/mps.capable)
+		}
+		for node, pool := range s.poolOf {
+			if pool != "" && !covered[ds][node] {
+				t.Errorf("GPU DaemonSet %s has no pod on GPU node %s (pool %s)", ds, node, pool)
+			}
+		}
 	}
-	// The fit check refuses that pod's config before anything is applied.
-	m := p.Serving.Engines[0].Model
-	m.TensorParallel = 2 * infer.GPUResourcesPerNode
-	if errs := serving.Fit(nil, m, infer); len(errs) == 0 {
-		t.Errorf("the fit check accepts tensorParallel %d on %s", m.TensorParallel, infer.Name)
+	exporter := "kube-prometheus-stack-prometheus-node-exporter"
+	if len(covered[exporter]) != len(s.nodes) {
+		t.Errorf("node-exporter covers %d of %d nodes: %v", len(covered[exporter]), len(s.nodes), covered[exporter])
+	}
+}
+
+// tooBig asks for more GPUs than a node of the pool has.
+func tooBig(ns string, pool gpupool.Pool) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "too-big", "namespace": ns},
+		"spec": map[string]any{
+			"tolerations":  []any{map[string]any{"key": gpupool.GPUTaintKey, "operator": "Exists"}},
+			"nodeSelector": pool.NodeSelector,
+			"containers": []any{map[string]any{"name": "c", "image": "x", "resources": map[string]any{
+				"limits": map[string]any{pool.GPUResource: fmt.Sprint(2 * pool.GPUResourcesPerNode)}}}},
+		}}
+}
+
+// The dev stack (bare metal, GPU operator) and the Kubernetes side of the
+// prod stack (AKS, device plugin) scheduled by the real kube-scheduler; a
+// pod that asks for more GPUs than a node has stays Pending with the
+// scheduler's own reason, and the fit check refuses that config.
+func TestStacksSchedule(t *testing.T) {
+	t.Parallel()
+	for _, stack := range []string{"dev", "prod"} {
+		t.Run(stack, func(t *testing.T) {
+			t.Parallel()
+			p, err := plan.Resolve(stacktest.Config(t, stack), stack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := p.Pools[0].Facts
+			s := simulate(t, p, []map[string]any{tooBig(p.Serving.Options.Namespace, first)}, 3*len(p.Serving.Engines)+len(p.Serving.Jobs)+1)
+			s.checkPlacements(t, p)
+			for _, pod := range s.pods {
+				if pod.Name == "too-big" && (pod.Node != "" || !strings.Contains(pod.Unschedulable, "Insufficient "+first.GPUResource)) {
+					t.Errorf("too-big: node %q, scheduler says %q; want Pending for Insufficient %s", pod.Node, pod.Unschedulable, first.GPUResource)
+				}
+			}
+			m := p.Serving.Engines[0].Model
+			m.TensorParallel = 2 * first.GPUResourcesPerNode
+			if errs := serving.Fit(nil, m, first); len(errs) == 0 {
+				t.Errorf("the fit check accepts tensorParallel %d on %s", m.TensorParallel, first.Name)
+			}
+		})
 	}
 }

@@ -75,8 +75,8 @@ func GPUNode(r gpupool.Resolved, i int) map[string]any {
 	p := r.Facts
 	name := fmt.Sprintf("%s-%d", p.Name, i)
 	labels := gpupool.NodeLabels(r)
-	maps.Copy(labels, NFDPCILabels(NFDDefaultConfig(), HostDevices(r.SKU)))
-	if p.Target != catalog.AKS {
+	if p.Target != catalog.AKS { // NFD and the operator run on bare metal
+		maps.Copy(labels, NFDPCILabels(NFDDefaultConfig(), HostDevices(r.SKU)))
 		labels = OperatorLabels(labels)
 	}
 	maps.Copy(labels, GFDLabels(p))
