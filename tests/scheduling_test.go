@@ -45,7 +45,7 @@ func workloadsOf(t *testing.T, p *plan.Plan) []map[string]any {
 		objs = append(objs,
 			map[string]any{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": map[string]any{"name": "pv-" + e.Name},
 				"spec": map[string]any{"capacity": map[string]any{"storage": size}, "accessModes": []any{"ReadWriteMany"},
-					"claimRef": map[string]any{"namespace": ns, "name": serving.WeightsClaim(e.Name)},
+					"claimRef":         map[string]any{"namespace": ns, "name": serving.WeightsClaim(e.Name)},
 					"storageClassName": sp.Options.StorageClass, "nfs": map[string]any{"server": "10.0.0.9", "path": "/" + e.Name}}},
 			map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": map[string]any{"name": serving.WeightsClaim(e.Name), "namespace": ns},
 				"spec": map[string]any{"accessModes": []any{"ReadWriteMany"}, "storageClassName": sp.Options.StorageClass,
