@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/helm"
@@ -324,4 +325,68 @@ func TestStacksSchedule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitFor polls the cluster's pods until ok holds, failing with the table
+// after a minute and a half.
+func (s *simulated) waitFor(t *testing.T, what string, ok func([]placement) bool) []placement {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		pods := placements(t, s.srv)
+		if ok(pods) {
+			return pods
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 90 s:\n%s", what, report(pods, s.poolOf))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// Off-peak batch work fills a pool and a model server scales up (as KEDA
+// would; it does not run here): the scheduler preempts batch pods by
+// priority class instead of leaving the model Pending, and the batch pods'
+// replacements wait, since batch work never preempts.
+func TestServingPreemptsBatch(t *testing.T) {
+	t.Parallel()
+	p, err := plan.Resolve(stacktest.Config(t, "dev"), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Serving.Engines[0]
+	pool := e.Pool
+	ns := p.Serving.Options.Namespace
+	fill := serving.NewJob(serving.BatchJobSpec{Name: "fill", Pool: pool.Name, Image: "registry.example/fill:1", Schedule: "0 2 * * *",
+		GPUs: pool.GPUResourcesPerNode - e.TensorParallel}, pool, p.Platform.RuntimeClass())
+	// the batch run's pod as its Job would make it, as a bare Pod: KWOK
+	// completes Job pods at once, and this one must keep its GPUs
+	run := map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "fill-run", "namespace": ns, "labels": map[string]any{"gpu-node-pools/batch": "fill"}},
+		"spec":     helmtest.Get(serving.CronJob(ns, fill), "spec", "jobTemplate", "spec", "template", "spec")}
+	s := simulate(t, p, []map[string]any{run}, 3*len(p.Serving.Engines)+len(p.Serving.Jobs)+1)
+	filled := false
+	for _, pod := range s.pods {
+		filled = filled || (pod.Name == "fill-run" && pod.Phase == "Running" && s.poolOf[pod.Node] == pool.Name)
+	}
+	if !filled {
+		t.Fatalf("the batch run does not fill pool %s:\n%s", pool.Name, report(s.pods, s.poolOf))
+	}
+
+	s.srv.Kubectl(t, "scale", "deployment", serving.DeploymentName(e.Name), "-n", ns, "--replicas", "2")
+	pods := s.waitFor(t, "the second model server runs", func(pods []placement) bool {
+		running := 0
+		for _, pod := range pods {
+			if pod.Labels["model"] == e.Name && pod.Phase == "Running" && s.poolOf[pod.Node] == pool.Name {
+				running++
+			}
+		}
+		return running == 2
+	})
+	for _, pod := range pods {
+		if pod.Name == "fill-run" && pod.Phase == "Running" {
+			t.Errorf("batch pod %s still runs on %s: the model server must have preempted it", pod.Name, pod.Node)
+		}
+	}
+	t.Logf("after the scale-up:\n%s", report(pods, s.poolOf))
 }

@@ -95,20 +95,31 @@ func placements(t *testing.T, srv *kubeapi.Server) []placement {
 	return out
 }
 
-// settle waits until every pod is either bound and running or reported
-// unschedulable by the scheduler, and no fewer than want pods exist.
+// settle waits until every pod is either bound and running (or done) or
+// reported unschedulable by the scheduler, at least want pods exist, and
+// the set of pods has not changed for three polls (the controllers have
+// made all they will).
 func settle(t *testing.T, srv *kubeapi.Server, want int) []placement {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
+	var last string
+	stable := 0
 	for {
 		pods := placements(t, srv)
 		done := len(pods) >= want
+		var names []string
 		for _, p := range pods {
+			names = append(names, p.Namespace+"/"+p.Name)
 			if !(p.Node != "" && (p.Phase == "Running" || p.Phase == "Succeeded")) && p.Unschedulable == "" {
 				done = false
 			}
 		}
-		if done {
+		if set := strings.Join(names, ","); done && set == last {
+			stable++
+		} else {
+			stable, last = 0, set
+		}
+		if stable >= 2 {
 			return pods
 		}
 		if time.Now().After(deadline) {
