@@ -3,9 +3,12 @@ package tests
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/helm"
@@ -17,6 +20,8 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/plan"
+	"github.com/natron/gpu-node-pools/stacks/target/aks"
+	"github.com/natron/gpu-node-pools/stacks/target/baremetal"
 )
 
 // workloadsOf are the pod-making objects of a plan's model serving, from
@@ -187,11 +192,14 @@ type simulated struct {
 // given) and two CPU nodes, creates the stack's workloads, the GPU stack's
 // DaemonSets and the platform's, plus extra objects, and waits for the
 // scheduler; want counts the pods that are not DaemonSet pods.
-func simulate(t *testing.T, p *plan.Plan, extra []map[string]any, want int) *simulated {
+func simulate(t *testing.T, p *plan.Plan, extra []map[string]any, want int, zero ...string) *simulated {
 	t.Helper()
 	s := &simulated{srv: kubeapi.StartCluster(t), poolOf: map[string]string{}, gpuDS: map[string]bool{}}
 	var nodes []map[string]any
 	for _, pool := range p.Pools {
+		if slices.Contains(zero, pool.Spec.Name) {
+			continue // scaled to zero
+		}
 		for i := range nodesFor(p, pool.Facts) {
 			n := nodesim.GPUNode(pool, i)
 			nodes = append(nodes, n)
@@ -389,4 +397,80 @@ func TestServingPreemptsBatch(t *testing.T) {
 		}
 	}
 	t.Logf("after the scale-up:\n%s", report(pods, s.poolOf))
+}
+
+// templateNode is the node the cluster autoscaler builds for a pool at
+// zero nodes from what the program registered: the MachineDeployment's
+// capacity annotations on bare metal, the agent pool's VM size, labels and
+// taints on AKS (AKS adds its spot taint to spot pools).
+func templateNode(t *testing.T, p *plan.Plan, pool gpupool.Resolved) map[string]any {
+	t.Helper()
+	switch c := p.Cluster.(type) {
+	case *baremetal.Cluster:
+		md := baremetal.Objects(*c, pool).MachineDeployment
+		n := nodesim.ClusterAPITemplateNode(md, helmtest.Get(md, "metadata", "name").(string)+"-asg-0")
+		if n == nil {
+			t.Fatalf("MachineDeployment %v cannot scale from zero: no cpu and memory capacity annotations", helmtest.Get(md, "metadata", "name"))
+		}
+		return n
+	case *aks.Cluster:
+		args := aks.AgentPoolArgs(*c, pool)
+		labels := map[string]string{}
+		for k, v := range args.NodeLabels.(pulumi.StringMap) {
+			labels[k] = string(v.(pulumi.String))
+		}
+		var taints []string
+		for _, v := range args.NodeTaints.(pulumi.StringArray) {
+			taints = append(taints, string(v.(pulumi.String)))
+		}
+		if pool.Spec.Spot {
+			taints = append(taints, gpupool.SpotTaintKey+"="+gpupool.SpotTaintValue+":NoSchedule")
+		}
+		return nodesim.AKSTemplateNode(pool.Spec.Name, pool.SKU, labels, taints, "aks-"+pool.Spec.Name+"-template")
+	}
+	t.Fatalf("cluster block %T", p.Cluster)
+	return nil
+}
+
+// A model's pool at zero nodes: its pods stay Pending as Unschedulable;
+// the node the autoscaler builds from what the program registered takes
+// them.
+func TestScaleFromZeroNodes(t *testing.T) {
+	t.Parallel()
+	for _, stack := range []string{"dev", "prod"} {
+		t.Run(stack, func(t *testing.T) {
+			t.Parallel()
+			p, err := plan.Resolve(stacktest.Config(t, stack), stack)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := p.Serving.Engines[len(p.Serving.Engines)-1]
+			var pool gpupool.Resolved
+			for _, r := range p.Pools {
+				if r.Spec.Name == e.Pool.Name {
+					pool = r
+				}
+			}
+			s := simulate(t, p, nil, 3*len(p.Serving.Engines)+len(p.Serving.Jobs), pool.Spec.Name)
+			isEngine := func(pod placement) bool { return pod.Labels["model"] == e.Name && pod.GPUs }
+			for _, pod := range s.pods {
+				if isEngine(pod) && (pod.Node != "" || pod.Unschedulable == "") {
+					t.Fatalf("model server %s on pool %s at zero nodes: node %q, want Pending as Unschedulable", pod.Name, pool.Spec.Name, pod.Node)
+				}
+			}
+			n := templateNode(t, p, pool)
+			name := n["metadata"].(map[string]any)["name"].(string)
+			s.poolOf[name] = pool.Spec.Name
+			create(t, s.srv, n)
+			pods := s.waitFor(t, "the model server runs on the new node", func(pods []placement) bool {
+				for _, pod := range pods {
+					if isEngine(pod) && pod.Node == name && pod.Phase == "Running" {
+						return true
+					}
+				}
+				return false
+			})
+			t.Logf("after the scale-up from zero:\n%s", report(pods, s.poolOf))
+		})
+	}
 }
