@@ -474,3 +474,62 @@ func TestScaleFromZeroNodes(t *testing.T) {
 		})
 	}
 }
+
+// Variations the stack files do not have, generated from the config
+// contract: models on a MIG pool, two models on one time-sliced pool, and
+// a model and a batch job on a spot pool, on both targets.
+func TestPoolVariationsSchedule(t *testing.T) {
+	t.Parallel()
+	for _, target := range []string{"aks", "natron"} {
+		t.Run(target, func(t *testing.T) {
+			t.Parallel()
+			c := stacktest.WithServing(stacktest.Natron())
+			pools := []any{
+				map[string]any{"name": "mig", "sku": "a100-80gb-x8", "minNodes": 0, "maxNodes": 2, "migProfile": "MIG3g"},
+				map[string]any{"name": "shared", "sku": "a100-80gb-x4", "minNodes": 0, "maxNodes": 2, "timeSlicing": 4},
+			}
+			if target == "aks" {
+				c = stacktest.WithServing(stacktest.AKS())
+				pools = []any{
+					map[string]any{"name": "mig", "sku": "Standard_ND96amsr_A100_v4", "minNodes": 0, "maxNodes": 2, "migProfile": "MIG3g"},
+					map[string]any{"name": "shared", "sku": "Standard_NC24ads_A100_v4", "minNodes": 0, "maxNodes": 2, "timeSlicing": 4},
+					map[string]any{"name": "spot", "sku": "Standard_NC80adis_H100_v5", "minNodes": 0, "maxNodes": 2, "spot": true},
+				}
+			}
+			c["pools"] = pools
+			base := stacktest.Model(c)
+			var models []any
+			for _, m := range [][2]string{{"on-mig", "mig"}, {"shared-a", "shared"}, {"shared-b", "shared"}, {"on-spot", "spot"}} {
+				if m[1] == "spot" && target != "aks" {
+					continue
+				}
+				model := stacktest.DeepCopy(map[string]any{"m": base})["m"].(map[string]any)
+				model["name"], model["pool"], model["maxReplicas"] = m[0], m[1], 1
+				models = append(models, model)
+			}
+			c["models"] = models
+			batchPool := "shared"
+			if target == "aks" {
+				batchPool = "spot"
+			}
+			c["batchJobs"].([]any)[0].(map[string]any)["pool"] = batchPool
+			p, err := plan.Load(stacktest.Encode(t, c), "variations")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := simulate(t, p, nil, 3*len(p.Serving.Engines)+len(p.Serving.Jobs))
+			s.checkPlacements(t, p)
+			running := map[string]bool{}
+			for _, pod := range s.pods {
+				if pod.GPUs && pod.Phase == "Running" {
+					running[pod.Labels["model"]] = true
+				}
+			}
+			for _, e := range p.Serving.Engines {
+				if !running[e.Name] {
+					t.Errorf("model %s on pool %s does not run", e.Name, e.Pool.Name)
+				}
+			}
+		})
+	}
+}
