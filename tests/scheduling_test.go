@@ -161,6 +161,25 @@ func daemonSet(ns, name string, selector map[string]any, tolerations any) map[st
 			"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": spec}}}
 }
 
+// devicePlugin is the device plugin's configuration the stack's platform
+// registers (the device plugin chart's values, or the GPU operator's).
+func devicePlugin(p *plan.Plan) nodesim.DevicePlugin {
+	var d nodesim.DevicePlugin
+	str := func(v any) string { s, _ := v.(string); return s }
+	for _, rel := range platform.Releases(p.Platform, p.Facts()) {
+		v := rel.Values
+		switch rel.Chart.Name {
+		case platform.GPUOperatorChart.Name:
+			d.Env, d.Default = str(helmtest.Get(v, "mig", "strategy")), str(helmtest.Get(v, "devicePlugin", "config", "default"))
+			d.Configs = stringMap(helmtest.Get(v, "devicePlugin", "config", "data"))
+		case platform.DevicePluginChart.Name:
+			d.Env, d.Default = str(helmtest.Get(v, "migStrategy")), str(helmtest.Get(v, "config", "default"))
+			d.Configs = stringMap(helmtest.Get(v, "config", "map"))
+		}
+	}
+	return d
+}
+
 // nodesFor is how many nodes the cluster autoscaler would give a pool for
 // the stack's pods: one replica of each model and one run of each batch
 // job on it, at least one node.
@@ -201,7 +220,7 @@ func simulate(t *testing.T, p *plan.Plan, extra []map[string]any, want int, zero
 			continue // scaled to zero
 		}
 		for i := range nodesFor(p, pool.Facts) {
-			n := nodesim.GPUNode(pool, i)
+			n := nodesim.GPUNode(pool, i, devicePlugin(p))
 			nodes = append(nodes, n)
 			s.poolOf[n["metadata"].(map[string]any)["name"].(string)] = pool.Spec.Name
 		}

@@ -70,8 +70,9 @@ func sanitise(s string) string {
 // GPUNode is node i of a pool as the cluster has it once the GPU stack ran:
 // the labels the pool's nodes register with, NFD's PCI labels, the GPU
 // operator's (bare metal) and GPU feature discovery's, the pool's taints,
-// and the SKU's capacity with the GPU resources the pool advertises.
-func GPUNode(r gpupool.Resolved, i int) map[string]any {
+// and the SKU's capacity with the GPU resources the device plugin, as
+// configured, advertises there.
+func GPUNode(r gpupool.Resolved, i int, d DevicePlugin) map[string]any {
 	p := r.Facts
 	name := fmt.Sprintf("%s-%d", p.Name, i)
 	labels := gpupool.NodeLabels(r)
@@ -84,9 +85,10 @@ func GPUNode(r gpupool.Resolved, i int) map[string]any {
 	for _, t := range p.Tolerations {
 		taints = append(taints, map[string]any{"key": t.Key, "value": t.Value, "effect": t.Effect})
 	}
-	capacity := map[string]any{
-		"cpu": fmt.Sprint(r.SKU.VCPUs), "memory": fmt.Sprintf("%dGi", r.SKU.MemoryGiB), "pods": "110",
-		p.GPUResource: fmt.Sprint(p.GPUResourcesPerNode),
+	capacity := map[string]any{"cpu": fmt.Sprint(r.SKU.VCPUs), "memory": fmt.Sprintf("%dGi", r.SKU.MemoryGiB), "pods": "110"}
+	slice, _ := r.SKU.GPU.Slice(r.Spec.MIGProfile)
+	for res, n := range d.Resources(r.SKU, slice, labels) {
+		capacity[res] = fmt.Sprint(n)
 	}
 	return node(name, labels, taints, capacity)
 }
