@@ -72,7 +72,6 @@ func PluginStrategy(env string, configs map[string]string, defaultEntry string, 
 	return strategy, replicas
 }
 
-
 // DevicePlugin is the device plugin's configuration as the program
 // registers it: MIG_STRATEGY from the environment ("" when unset), the
 // config map entries and the default entry.
