@@ -149,22 +149,6 @@ func InterceptorRoute(ns string, e Engine) map[string]any {
 	}
 }
 
-// WakeService is a scaled-to-zero model's in-cluster name: it resolves to
-// the interceptor (in KEDA's namespace), which an Ingress in the model's
-// namespace can then name as its backend.
-func WakeService(ns string, e Engine) map[string]any {
-	return map[string]any{
-		"apiVersion": "v1",
-		"kind":       "Service",
-		"metadata":   map[string]any{"name": RouteName(e.Name), "namespace": ns, "labels": map[string]any{"gpu-node-pools/model": e.Name}},
-		"spec": map[string]any{
-			"type":         "ExternalName",
-			"externalName": InterceptorHost,
-			"ports":        []any{map[string]any{"name": "http", "port": InterceptorPort, "protocol": "TCP"}},
-		},
-	}
-}
-
 // NodeAndImageSeconds bounds what comes before the weights: a GPU node
 // scaling up from zero (bare-metal provisioning is the slow case) and the
 // vLLM image pull.

@@ -107,8 +107,9 @@ func NewEngine(m ModelSpec, pool gpupool.Pool, o Options, serviceMonitorLabels m
 	}
 }
 
-// wakeService is WakeService as typed arguments (a core object: the
-// provider types it by its token).
+// wakeService is a scaled-to-zero model's in-cluster name: it resolves to
+// the interceptor (in KEDA's namespace), which an Ingress in the model's
+// namespace can then name as its backend.
 func wakeService(ns string, e Engine) *corev1.ServiceArgs {
 	return &corev1.ServiceArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(RouteName(e.Name)), Namespace: pulumi.String(ns),
