@@ -229,16 +229,16 @@ func simulate(t *testing.T, p *plan.Plan, extra []map[string]any, want int, zero
 	for _, n := range nodes {
 		s.nodes = append(s.nodes, n["metadata"].(map[string]any)["name"].(string))
 	}
-	create(t, s.srv, nodes...)
+	s.srv.Create(t, nodes...)
 	gpu, other := gpuDaemonSets(t, p)
 	for _, d := range gpu {
 		s.gpuDS[d["metadata"].(map[string]any)["name"].(string)] = true
 	}
 	platformObjs := platformWorkloads(t)
-	create(t, s.srv, append(append(other, gpu...), platformObjs...)...)
-	create(t, s.srv, workloadsOf(t, p)...)
+	s.srv.Create(t, append(append(other, gpu...), platformObjs...)...)
+	s.srv.Create(t, workloadsOf(t, p)...)
 	if len(extra) > 0 {
-		create(t, s.srv, extra...)
+		s.srv.Create(t, extra...)
 	}
 	daemonPods := 0
 	for _, o := range append(append(gpu, other...), platformObjs...) {
@@ -480,7 +480,7 @@ func TestScaleFromZeroNodes(t *testing.T) {
 			n := templateNode(t, p, pool)
 			name := n["metadata"].(map[string]any)["name"].(string)
 			s.poolOf[name] = pool.Spec.Name
-			create(t, s.srv, n)
+			s.srv.Create(t, n)
 			pods := s.waitFor(t, "the model server runs on the new node", func(pods []placement) bool {
 				for _, pod := range pods {
 					if isEngine(pod) && pod.Node == name && pod.Phase == "Running" {

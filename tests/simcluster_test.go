@@ -3,37 +3,14 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"text/tabwriter"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 )
-
-// create writes objects to the simulated cluster with kubectl create (a
-// Node keeps the capacity in its status that way).
-func create(t *testing.T, srv *kubeapi.Server, objs ...map[string]any) {
-	t.Helper()
-	var docs []string
-	for _, o := range objs {
-		b, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, string(b))
-	}
-	f := filepath.Join(t.TempDir(), "objects.yaml")
-	if err := os.WriteFile(f, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv.Kubectl(t, "create", "-f", f)
-}
 
 // placement is where one pod ended up.
 type placement struct {

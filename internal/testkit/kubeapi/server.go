@@ -91,6 +91,15 @@ func StartCluster(t testing.TB) *Server {
 	return s
 }
 
+// Create writes objects with kubectl create (a Node keeps the capacity in
+// its status that way, which apply would drop).
+func (s *Server) Create(t testing.TB, objs ...map[string]any) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "objects.yaml")
+	pulumitest.WriteManifests(t, f, objs)
+	s.Kubectl(t, "create", "-f", f)
+}
+
 // Log is the log of one of the cluster's processes (for failure messages).
 func (s *Server) Log(t testing.TB, name string) string {
 	t.Helper()

@@ -44,8 +44,8 @@ func Apply(t testing.TB, policies, resources []map[string]any) Outcome {
 	}
 	dir := t.TempDir()
 	pol, res, out := filepath.Join(dir, "policies.yaml"), filepath.Join(dir, "resources.yaml"), filepath.Join(dir, "mutated")
-	writeDocs(t, pol, policies)
-	writeDocs(t, res, resources)
+	pulumitest.WriteManifests(t, pol, policies)
+	pulumitest.WriteManifests(t, res, resources)
 	if err := os.Mkdir(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -116,19 +116,4 @@ func (v Verdicts) Failures() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func writeDocs(t testing.TB, path string, objs []map[string]any) {
-	t.Helper()
-	var docs []string
-	for _, o := range objs {
-		b, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, string(b))
-	}
-	if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
