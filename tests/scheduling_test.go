@@ -180,6 +180,16 @@ func devicePlugin(p *plan.Plan) nodesim.DevicePlugin {
 	return d
 }
 
+// stackPlan is the plan of one of the project's stack files.
+func stackPlan(t *testing.T, stack string) *plan.Plan {
+	t.Helper()
+	p, err := plan.Resolve(stacktest.Config(t, stack), stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // nodesFor is how many nodes the cluster autoscaler would give a pool for
 // the stack's pods: one replica of each model and one run of each batch
 // job on it, at least one node.
@@ -333,10 +343,7 @@ func TestStacksSchedule(t *testing.T) {
 	for _, stack := range []string{"dev", "prod"} {
 		t.Run(stack, func(t *testing.T) {
 			t.Parallel()
-			p, err := plan.Resolve(stacktest.Config(t, stack), stack)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := stackPlan(t, stack)
 			first := p.Pools[0].Facts
 			s := simulate(t, p, []map[string]any{tooBig(p.Serving.Options.Namespace, first)}, 3*len(p.Serving.Engines)+len(p.Serving.Jobs)+1)
 			s.checkPlacements(t, p)
@@ -377,10 +384,7 @@ func (s *simulated) waitFor(t *testing.T, what string, ok func([]placement) bool
 // replacements wait, since batch work never preempts.
 func TestServingPreemptsBatch(t *testing.T) {
 	t.Parallel()
-	p, err := plan.Resolve(stacktest.Config(t, "dev"), "dev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := stackPlan(t, "dev")
 	e := p.Serving.Engines[0]
 	pool := e.Pool
 	ns := p.Serving.Options.Namespace
@@ -459,10 +463,7 @@ func TestScaleFromZeroNodes(t *testing.T) {
 	for _, stack := range []string{"dev", "prod"} {
 		t.Run(stack, func(t *testing.T) {
 			t.Parallel()
-			p, err := plan.Resolve(stacktest.Config(t, stack), stack)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := stackPlan(t, stack)
 			e := p.Serving.Engines[len(p.Serving.Engines)-1]
 			var pool gpupool.Resolved
 			for _, r := range p.Pools {
