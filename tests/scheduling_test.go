@@ -225,12 +225,13 @@ func simulate(t *testing.T, p *plan.Plan, extra []map[string]any, want int, zero
 	t.Helper()
 	s := &simulated{srv: kubeapi.StartCluster(t), poolOf: map[string]string{}, gpuDS: map[string]bool{}}
 	var nodes []map[string]any
+	plugin := devicePlugin(p)
 	for _, pool := range p.Pools {
 		if slices.Contains(zero, pool.Spec.Name) {
 			continue // scaled to zero
 		}
 		for i := range nodesFor(p, pool.Facts) {
-			n := nodesim.GPUNode(pool, i, devicePlugin(p))
+			n := nodesim.GPUNode(pool, i, plugin)
 			nodes = append(nodes, n)
 			s.poolOf[n["metadata"].(map[string]any)["name"].(string)] = pool.Spec.Name
 		}
