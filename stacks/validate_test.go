@@ -18,7 +18,10 @@ import (
 
 func TestValidConfigsLoad(t *testing.T) {
 	t.Parallel()
-	for name, c := range map[string]map[string]any{"aks": stacktest.AKS(), "natron": stacktest.Natron(), "aks+serving": stacktest.ServingAKS(), "natron+serving": stacktest.ServingNatron()} {
+	rootJob := stacktest.ServingNatron()
+	stacktest.Batch(rootJob)["security"] = map[string]any{"runAsUser": 0, "capabilities": []any{"CHOWN"}, "writableRootFilesystem": true}
+	rootJob["podSecurity"] = map[string]any{"batch": map[string]any{"level": "baseline", "reason": "vendor image runs as root, ML-412"}}
+	for name, c := range map[string]map[string]any{"aks": stacktest.AKS(), "natron": stacktest.Natron(), "aks+serving": stacktest.ServingAKS(), "natron+serving": stacktest.ServingNatron(), "natron+root batch job": rootJob} {
 		p, err := plan.Load(stacktest.Encode(t, c), "test")
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -201,6 +204,36 @@ func TestValidationRules(t *testing.T) {
 		{"batch more GPUs than a node", stacktest.ServingAKS, func(c map[string]any) { stacktest.Batch(c)["gpus"] = 2 }, `gpu-node-pools:batchJobs[0].gpus: must be between 1 and the 1 GPUs of one a100 node, got 2`},
 		{"batch on an unknown pool", stacktest.ServingAKS, func(c map[string]any) { stacktest.Batch(c)["pool"] = "cpu" }, `gpu-node-pools:batchJobs[0].pool: must name one of the pools`},
 		{"batch without image", stacktest.ServingAKS, func(c map[string]any) { stacktest.Batch(c)["image"] = "" }, `gpu-node-pools:batchJobs[0].image: required`},
+		{"batch as root in a restricted namespace", stacktest.ServingAKS, func(c map[string]any) { stacktest.Batch(c)["security"] = map[string]any{"runAsUser": 0} },
+			`gpu-node-pools:batchJobs[0].security: needs Pod Security level baseline (runAsNonRoot != true, runAsUser=0: runAsNonRoot != true (pod or container "embed-nightly" must set securityContext.runAsNonRoot=true), runAsUser=0 (pod must not set runAsUser=0)), and the batch namespace "batch" enforces restricted: lower it with gpu-node-pools:podSecurity.batch {level: baseline, reason: ...}, or declare less, got "{\"runAsUser\":0}"`},
+		{"batch with SYS_ADMIN in a baseline namespace", stacktest.ServingAKS, func(c map[string]any) {
+			stacktest.Batch(c)["security"] = map[string]any{"capabilities": []any{"SYS_ADMIN"}}
+			c["podSecurity"] = map[string]any{"batch": map[string]any{"level": "baseline", "reason": "legacy image needs root, ML-412"}}
+		}, `gpu-node-pools:batchJobs[0].security: needs Pod Security level privileged (non-default capabilities: non-default capabilities (container "embed-nightly" must not include "SYS_ADMIN" in securityContext.capabilities.add)), and the batch namespace "batch" enforces baseline`},
+		{"batch capability with prefix", stacktest.ServingAKS, func(c map[string]any) {
+			stacktest.Batch(c)["security"] = map[string]any{"capabilities": []any{"cap_chown"}}
+		}, `gpu-node-pools:batchJobs[0].security.capabilities[0]: must be a capability name such as NET_BIND_SERVICE`},
+		{"batch negative user", stacktest.ServingAKS, func(c map[string]any) { stacktest.Batch(c)["security"] = map[string]any{"runAsUser": -1} },
+			`gpu-node-pools:batchJobs[0].security.runAsUser: must be a user or group ID`},
+		{"pod security level raised", stacktest.ServingAKS, func(c map[string]any) {
+			c["podSecurity"] = map[string]any{"serving": map[string]any{"level": "restricted", "reason": "we want it strict anyway"}}
+		}, `gpu-node-pools:podSecurity[serving].level: restricted is the default; only lowering is configurable (allowed values: baseline, privileged)`},
+		{"pod security without reason", stacktest.ServingAKS, func(c map[string]any) {
+			c["podSecurity"] = map[string]any{"batch": map[string]any{"level": "baseline"}}
+		}, `gpu-node-pools:podSecurity[batch].reason: say why the batch namespace enforces less than restricted, in at least 15 characters`},
+		{"pod security unknown namespace role", stacktest.ServingAKS, func(c map[string]any) {
+			c["podSecurity"] = map[string]any{"gpu-platform": map[string]any{"level": "baseline", "reason": "the operator's namespace"}}
+		}, `gpu-node-pools:podSecurity[gpu-platform]: must be one of serving, batch, keda, got "gpu-platform"`},
+		{"network policy unknown", stacktest.ServingAKS, func(c map[string]any) { c["serving"].(map[string]any)["networkPolicy"] = "calico" },
+			`gpu-node-pools:serving.networkPolicy: must be one of cilium, cidr, got "calico"`},
+		{"cidr without ranges", stacktest.ServingAKS, func(c map[string]any) { delete(c["serving"].(map[string]any), "downloadCIDRs") },
+			`gpu-node-pools:serving.downloadCIDRs: required with networkPolicy cidr: the address ranges of the weights store`},
+		{"cidr not a range", stacktest.ServingAKS, func(c map[string]any) { c["serving"].(map[string]any)["downloadCIDRs"] = []any{"10.40.8.0"} },
+			`gpu-node-pools:serving.downloadCIDRs[0]: must be a CIDR such as 10.20.0.0/24, got "10.40.8.0"`},
+		{"ranges with cilium", stacktest.ServingNatron, func(c map[string]any) { c["serving"] = map[string]any{"downloadCIDRs": []any{"10.0.0.0/8"}} },
+			`gpu-node-pools:serving.downloadCIDRs: read only with networkPolicy cidr`},
+		{"batch namespace is the models'", stacktest.ServingAKS, func(c map[string]any) { c["serving"].(map[string]any)["batchNamespace"] = "models" },
+			`gpu-node-pools:serving.batchNamespace: must be a DNS label other than the models' namespace, got "models"`},
 		// policies
 		{"policy action unknown", stacktest.AKS, func(c map[string]any) { c["policies"] = map[string]any{"action": "Deny"} }, `gpu-node-pools:policies.action: must be one of Enforce, Audit, got "Deny"`},
 		{"one policy's action unknown", stacktest.AKS, func(c map[string]any) {
@@ -343,7 +376,7 @@ func TestUnknownTopLevelKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(pulumi.EnvConfig, string(b))
-	want := `gpu-node-pools:pool: unknown key (did you mean pools?); allowed keys: target, aks, natron, renderDir, protect, pools, platform, storage, serving, models, batchJobs, policies, got "pool"`
+	want := `gpu-node-pools:pool: unknown key (did you mean pools?); allowed keys: target, aks, natron, renderDir, protect, pools, platform, storage, serving, models, batchJobs, policies, podSecurity, got "pool"`
 	m, err := pulumitest.Run(Program, config.Namespace, "test", raw, nil)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Program error does not contain %q: %v", want, err)

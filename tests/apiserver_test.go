@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
@@ -133,7 +135,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 	srv := kubeapi.Start(t)
 	crds := filepath.Join(pulumitest.SharedDir(t), "crds")
 	srv.ApplyCRDs(t, filepath.Join(crds, "cluster-api"), filepath.Join(crds, "cluster-api-provider-metal3"),
-		filepath.Join(crds, "kyverno", "kyverno.io_clusterpolicies.yaml"))
+		filepath.Join(crds, "kyverno", "kyverno.io_clusterpolicies.yaml"), filepath.Join(crds, "cilium", "ciliumnetworkpolicies.yaml"))
 	installMonitoringCRDs(t, srv)
 	srv.Kubectl(t, "create", "namespace", "capi-acme") // where the customer's Cluster lives
 
@@ -159,7 +161,8 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			"prometheusrules.monitoring.coreos.com":                  {"-n", "gpu-platform"},
 			"configmaps":                                             {"-n", "gpu-platform", "-l", "grafana_dashboard=1"},
 			"deployments.apps":                                       {"-n", "models"},
-			"cronjobs.batch":                                         {"-n", "models"},
+			"cronjobs.batch":                                         {"-n", "batch"},
+			"ciliumnetworkpolicies.cilium.io":                        {"-n", "models"},
 			"scaledobjects.keda.sh":                                  {"-n", "models"},
 			"interceptorroutes.http.keda.sh":                         {"-n", "models"},
 			"servicemonitors.monitoring.coreos.com":                  {"-n", "models"},
@@ -168,6 +171,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			"metal3machinetemplates.infrastructure.cluster.x-k8s.io": {"-n", "capi-acme"},
 		}, map[string]int{"machinedeployments.cluster.x-k8s.io": 3, "clusterpolicies.kyverno.io": 5})
 		checkLiveEngine(t, srv, "llama3-8b")
+		checkEgressPolicyValidated(t, srv)
 		// The Secrets do hold the values: the marker search below is live.
 		for _, name := range []string{"gpu-node-pools-api-key", "gpu-node-pools-storage"} {
 			data := srv.Kubectl(t, "get", "secret", name, "-n", "models", "-o", "go-template={{range .data}}{{. | base64decode}}{{end}}")
@@ -236,8 +240,10 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			"clusterpolicies.kyverno.io":  nil,
 			"deployments.apps":            {"-n", "models"},
 			"ingresses.networking.k8s.io": {"-n", "models"},
-			"cronjobs.batch":              {"-n", "models"},
-		}, map[string]int{"clusterpolicies.kyverno.io": 5})
+			"cronjobs.batch":              {"-n", "batch"},
+			// default deny, DNS, the ACME solver, the downloads, a model each
+			"networkpolicies.networking.k8s.io": {"-n", "models"},
+		}, map[string]int{"clusterpolicies.kyverno.io": 5, "networkpolicies.networking.k8s.io": 6})
 		preview, err := s.Preview(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -273,13 +279,35 @@ func expectObjects(t *testing.T, srv *kubeapi.Server, kinds map[string][]string,
 	}
 }
 
+// checkEgressPolicyValidated: the server created the download Jobs'
+// CiliumNetworkPolicy with a toFQDNs rule for the store and a DNS rule,
+// and its CRD's schema is live: a host name Cilium would not match is
+// refused.
+func checkEgressPolicyValidated(t *testing.T, srv *kubeapi.Server) {
+	t.Helper()
+	var cnp map[string]any
+	if err := json.Unmarshal([]byte(srv.Kubectl(t, "get", "ciliumnetworkpolicies.cilium.io", serving.DownloadComponent, "-n", "models", "-o", "json")), &cnp); err != nil {
+		t.Fatal(err)
+	}
+	egress := fmt.Sprint(helmtest.Get(cnp, "spec", "egress"))
+	if !strings.Contains(egress, "matchName:s3.natron-cloud.example") || !strings.Contains(egress, "matchPattern:*") {
+		t.Errorf("CiliumNetworkPolicy egress as stored: %s", egress)
+	}
+	bad := stacktest.DeepCopy(cnp)
+	bad["metadata"] = map[string]any{"name": "bad-fqdn", "namespace": "models"}
+	helmtest.Get(bad, "spec", "egress").([]any)[1].(map[string]any)["toFQDNs"] = []any{map[string]any{"matchName": "s3 natron/cloud"}}
+	if out, err := srv.TryCreate(t, bad); err == nil || !strings.Contains(out, "matchName") {
+		t.Errorf("a CiliumNetworkPolicy with an invalid host name: err %v, server said %q", err, out)
+	}
+}
+
 // expectGone checks that destroy removed the stack's objects.
 func expectGone(t *testing.T, srv *kubeapi.Server) {
 	t.Helper()
 	for _, q := range [][]string{
 		{"get", "machinedeployments.cluster.x-k8s.io", "-A", "-o", "name"},
 		{"get", "clusterpolicies.kyverno.io", "-o", "name"},
-		{"get", "namespaces", "gpu-platform", "models", "--ignore-not-found", "-o", "name"},
+		{"get", "namespaces", "gpu-platform", "models", "batch", "--ignore-not-found", "-o", "name"},
 	} {
 		if out := strings.TrimSpace(srv.Kubectl(t, q...)); out != "" {
 			t.Errorf("destroy left %q", out)

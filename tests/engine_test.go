@@ -78,7 +78,7 @@ func TestEngineDevStack(t *testing.T) {
 	// The Helm chart component brings the engine's built-in pulumi provider.
 	want := append([]string{"pulumi:pulumi:Stack::gpu-node-pools-dev", "pulumi:providers:pulumi::default", k8sProvider + "::management", k8sProvider + "::workload"},
 		platformResources("gpu-operator")...)
-	want = append(want, servingResources([]string{"llama3-8b"}, []string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true)...)
+	want = append(want, servingResources([]string{"llama3-8b"}, []string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true, serving.Cilium)...)
 	want = append(want, policyResources()...)
 	for _, p := range []string{"infer", "train", "notebook"} {
 		want = append(want, metalPoolType+"::"+p, mdType+"::"+p+"-deployment", kctType+"::"+p+"-bootstrap", m3mtType+"::"+p+"-machines")

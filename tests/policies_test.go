@@ -30,18 +30,7 @@ func TestOwnWorkloadsPassTheirPolicies(t *testing.T) {
 	for _, stack := range []string{"dev", "prod"} {
 		t.Run(stack, func(t *testing.T) {
 			t.Parallel()
-			m, _ := runStack(t, stack)
-			var policies, workloads []map[string]any
-			for _, r := range m.Resources() {
-				switch {
-				case r.Type == "kubernetes:kyverno.io/v1:ClusterPolicy":
-					policies = append(policies, plainInputs(r.Inputs))
-				case r.Type == chartType:
-					workloads = append(workloads, renderRegistered(t, charts, r)...)
-				case slices.Contains(podKinds, r.Type[strings.LastIndex(r.Type, ":")+1:]):
-					workloads = append(workloads, plainInputs(r.Inputs))
-				}
-			}
+			policies, workloads := registeredWorkloads(t, stack, charts)
 			if len(policies) != 5 {
 				t.Fatalf("%d ClusterPolicies registered, want 5", len(policies))
 			}
@@ -73,6 +62,25 @@ func TestOwnWorkloadsPassTheirPolicies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// registeredWorkloads are the ClusterPolicies and the pod-making
+// workloads a stack registers (its charts rendered from the real archives
+// with the values it passes), from a mock run of the program.
+func registeredWorkloads(t *testing.T, stack, charts string) (policies, workloads []map[string]any) {
+	t.Helper()
+	m, _ := runStack(t, stack)
+	for _, r := range m.Resources() {
+		switch {
+		case r.Type == "kubernetes:kyverno.io/v1:ClusterPolicy":
+			policies = append(policies, plainInputs(r.Inputs))
+		case r.Type == chartType:
+			workloads = append(workloads, renderRegistered(t, charts, r)...)
+		case slices.Contains(podKinds, r.Type[strings.LastIndex(r.Type, ":")+1:]):
+			workloads = append(workloads, plainInputs(r.Inputs))
+		}
+	}
+	return policies, workloads
 }
 
 // renderRegistered renders a registered helm Chart resource from the local

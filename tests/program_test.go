@@ -13,6 +13,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"sigs.k8s.io/yaml"
 
+	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
@@ -41,13 +42,16 @@ const (
 )
 
 // servingResources are model serving's resources: per model and batch job,
-// with a generated API key when the stack brings none.
-func servingResources(models, fromZero, public, batch []string, generatedKey, rendering bool) []string {
+// with a generated API key when the stack brings none; egress is the
+// network policy mode (serving.Cilium or serving.CIDR).
+func servingResources(models, fromZero, public, batch []string, generatedKey, rendering bool, egress string) []string {
+	const netpol = "kubernetes:networking.k8s.io/v1:NetworkPolicy::serving-"
 	out := []string{
 		"gpu-node-pools:serving:ModelServing::serving",
 		namespaceType + "::serving-namespace",
 		"kubernetes:scheduling.k8s.io/v1:PriorityClass::serving-gpu-serving",
 		"kubernetes:scheduling.k8s.io/v1:PriorityClass::serving-gpu-batch",
+		netpol + "netpol-default-deny", netpol + "netpol-allow-dns", netpol + "netpol-acme-http01-solver",
 	}
 	if !rendering { // rendered files never hold secret values
 		out = append(out, "kubernetes:core/v1:Secret::serving-api-key-secret")
@@ -59,7 +63,12 @@ func servingResources(models, fromZero, public, batch []string, generatedKey, re
 		out = append(out, "random:index/randomPassword:RandomPassword::serving-api-key")
 	}
 	if len(models) > 0 {
-		out = append(out, "kubernetes:core/v1:ServiceAccount::serving-download-sa")
+		out = append(out, "kubernetes:core/v1:ServiceAccount::serving-download-sa", "kubernetes:core/v1:ServiceAccount::serving-model-server-sa")
+		if egress == serving.Cilium {
+			out = append(out, "kubernetes:cilium.io/v2:CiliumNetworkPolicy::serving-netpol-weights-download")
+		} else {
+			out = append(out, netpol+"netpol-weights-download")
+		}
 		if !rendering {
 			out = append(out, namespaceType+"::serving-keda-namespace", chartType+"::serving-keda")
 			if len(fromZero) > 0 {
@@ -78,6 +87,9 @@ func servingResources(models, fromZero, public, batch []string, generatedKey, re
 	}
 	for _, m := range public {
 		out = append(out, "kubernetes:networking.k8s.io/v1:Ingress::serving-"+m+"-ingress")
+	}
+	if len(batch) > 0 {
+		out = append(out, namespaceType+"::serving-batch-namespace", netpol+"batch-netpol")
 	}
 	for _, b := range batch {
 		out = append(out, "kubernetes:batch/v1:CronJob::serving-batch-"+b)
@@ -180,7 +192,7 @@ func TestProdStackUnderMocks(t *testing.T) {
 	m, pools := runStack(t, "prod")
 
 	want := append([]string{k8sProvider + "::workload"}, platformResources("nvidia-device-plugin", "dcgm-exporter")...)
-	want = append(want, servingResources([]string{"llama3-8b", "llama3-70b"}, []string{"llama3-8b"}, []string{"llama3-8b", "llama3-70b"}, []string{"embed-nightly"}, true, false)...)
+	want = append(want, servingResources([]string{"llama3-8b", "llama3-70b"}, []string{"llama3-8b"}, []string{"llama3-8b", "llama3-70b"}, []string{"embed-nightly"}, true, false, serving.CIDR)...)
 	want = append(want, policyResources()...)
 	for _, p := range pools {
 		want = append(want, aksPoolType+"::"+p.Name, agentPoolType+"::"+p.Name+"-agentpool")
@@ -336,7 +348,7 @@ func TestDevStackUnderMocks(t *testing.T) {
 	m, pools := runStack(t, "dev")
 
 	want := append([]string{k8sProvider + "::management", k8sProvider + "::workload"}, platformResources("gpu-operator")...)
-	want = append(want, servingResources([]string{"llama3-8b"}, []string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true)...)
+	want = append(want, servingResources([]string{"llama3-8b"}, []string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true, serving.Cilium)...)
 	want = append(want, policyResources()...)
 	for _, p := range pools {
 		want = append(want, metalPoolType+"::"+p.Name, mdType+"::"+p.Name+"-deployment",

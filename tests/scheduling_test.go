@@ -12,7 +12,9 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
@@ -33,10 +35,15 @@ func workloadsOf(t *testing.T, p *plan.Plan) []map[string]any {
 	t.Helper()
 	sp := p.Serving
 	ns := sp.Options.Namespace
-	objs := []map[string]any{
-		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}},
-		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": serving.DownloadServiceAccount, "namespace": ns}},
+	var objs []map[string]any
+	for _, n := range sp.Namespaces() { // labelled for Pod Security as the program labels them
+		objs = append(objs, map[string]any{"apiVersion": "v1", "kind": "Namespace",
+			"metadata": map[string]any{"name": n.Name, "labels": kube.AnyMap(podsecurity.Labels(n.Level))}})
 	}
+	objs = append(objs,
+		map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": serving.DownloadServiceAccount, "namespace": ns}},
+		map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": serving.ModelServerAccount, "namespace": ns},
+			"automountServiceAccountToken": false})
 	for _, pc := range serving.PriorityClasses {
 		objs = append(objs, map[string]any{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
 			"metadata": map[string]any{"name": pc.Name}, "value": pc.Value, "preemptionPolicy": pc.Preemption})
@@ -65,29 +72,37 @@ func workloadsOf(t *testing.T, p *plan.Plan) []map[string]any {
 		}
 	}
 	for _, j := range sp.Jobs {
-		cron := serving.CronJob(ns, j)
-		objs = append(objs, map[string]any{"apiVersion": "batch/v1", "kind": "Job",
-			"metadata": map[string]any{"name": j.Name + "-run", "namespace": ns, "labels": map[string]any{"gpu-node-pools/batch": j.Name}},
-			"spec":     helmtest.Get(cron, "spec", "jobTemplate", "spec")})
+		objs = append(objs, jobRun(serving.CronJob(sp.Options.BatchNamespace, j)))
 	}
 	return objs
+}
+
+// jobRun is a Job made from a CronJob's template, as the CronJob
+// controller makes one at its schedule.
+func jobRun(cron map[string]any) map[string]any {
+	meta := cron["metadata"].(map[string]any)
+	return map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": meta["name"].(string) + "-run", "namespace": meta["namespace"], "labels": meta["labels"]},
+		"spec":     helmtest.Get(cron, "spec", "jobTemplate", "spec")}
 }
 
 // platformWorkloads are what a customer's platform and our operators run
 // beside the models, rendered from the real charts: KEDA and its HTTP
 // add-on, node-exporter (tolerates every taint, as host agents do) and a
 // CPU-only Ollama Deployment standing in for the customer's own services.
-func platformWorkloads(t *testing.T) []map[string]any {
+func platformWorkloads(t *testing.T, p *plan.Plan) []map[string]any {
 	t.Helper()
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
 	objs := []map[string]any{
-		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "keda"}},
 		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "monitoring"}},
 		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "apps"}},
 	}
+	if !p.Serving.InstallsKEDA() { // the customer's own KEDA; else workloadsOf labels ours
+		objs = append(objs, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": serving.KEDANamespace}})
+	}
 	var rendered []map[string]any
 	rendered = append(rendered, helmtest.RenderChart(t, serving.KEDAChart.Archive(charts), "keda", "keda", map[string]any{}, false)...)
-	rendered = append(rendered, helmtest.RenderChart(t, serving.HTTPAddOnChart.Archive(charts), "keda-add-ons-http", "keda", map[string]any{}, false)...)
+	rendered = append(rendered, helmtest.RenderChart(t, serving.HTTPAddOnChart.Archive(charts), "keda-add-ons-http", "keda", serving.HTTPAddOnValues(), false)...)
 	rendered = append(rendered, helmtest.RenderSubchart(t, filepath.Join(charts, "vllm-stack-0.1.12.tgz"),
 		[]string{"kube-prometheus-stack", "prometheus-node-exporter"}, "kube-prometheus-stack", "monitoring", map[string]any{})...)
 	rendered = append(rendered, helmtest.RenderChart(t, filepath.Join(charts, "ollama-1.77.0.tgz"), "ollama", "apps", map[string]any{}, false)...)
@@ -118,7 +133,7 @@ func gpuDaemonSets(t *testing.T, p *plan.Plan) (gpu, other []map[string]any) {
 	t.Helper()
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
 	ns := p.Platform.Namespace
-	other = append(other, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	other = append(other, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns, "labels": kube.AnyMap(platform.NamespaceLabels())}})
 	for _, rel := range platform.Releases(p.Platform, p.Facts()) {
 		for _, o := range helmtest.RenderRelease(t, charts, rel, ns) {
 			switch o["kind"] {
@@ -245,9 +260,18 @@ func simulate(t *testing.T, p *plan.Plan, extra []map[string]any, want int, zero
 	for _, d := range gpu {
 		s.gpuDS[d["metadata"].(map[string]any)["name"].(string)] = true
 	}
-	platformObjs := platformWorkloads(t)
+	platformObjs := platformWorkloads(t, p)
+	var namespaces, workloads []map[string]any
+	for _, o := range workloadsOf(t, p) { // the program's namespaces first: KEDA's may be one
+		if o["kind"] == "Namespace" {
+			namespaces = append(namespaces, o)
+		} else {
+			workloads = append(workloads, o)
+		}
+	}
+	s.srv.Create(t, namespaces...)
 	s.srv.Create(t, append(append(other, gpu...), platformObjs...)...)
-	s.srv.Create(t, workloadsOf(t, p)...)
+	s.srv.Create(t, workloads...)
 	if len(extra) > 0 {
 		s.srv.Create(t, extra...)
 	}
@@ -328,10 +352,11 @@ func tooBig(ns string, pool gpupool.Pool) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": "too-big", "namespace": ns},
 		"spec": map[string]any{
-			"tolerations":  []any{map[string]any{"key": gpupool.GPUTaintKey, "operator": "Exists"}},
-			"nodeSelector": pool.NodeSelector,
-			"containers": []any{map[string]any{"name": "c", "image": "x", "resources": map[string]any{
-				"limits": map[string]any{pool.GPUResource: fmt.Sprint(2 * pool.GPUResourcesPerNode)}}}},
+			"tolerations":     []any{map[string]any{"key": gpupool.GPUTaintKey, "operator": "Exists"}},
+			"nodeSelector":    pool.NodeSelector,
+			"securityContext": podsecurity.PodContext(), // the namespace enforces restricted
+			"containers": []any{map[string]any{"name": "c", "image": "x", "securityContext": podsecurity.ContainerContext(true),
+				"resources": map[string]any{"limits": map[string]any{pool.GPUResource: fmt.Sprint(2 * pool.GPUResourcesPerNode)}}}},
 		}}
 }
 
@@ -348,6 +373,7 @@ func TestStacksSchedule(t *testing.T) {
 			first := p.Pools[0].Facts
 			s := simulate(t, p, []map[string]any{tooBig(p.Serving.Options.Namespace, first)}, 3*len(p.Serving.Engines)+len(p.Serving.Jobs)+1)
 			s.checkPlacements(t, p)
+			t.Run("pod security", func(t *testing.T) { s.checkPodSecurity(t, p) })
 			for _, pod := range s.pods {
 				if pod.Name == "too-big" && (pod.Node != "" || !strings.Contains(pod.Unschedulable, "Insufficient "+first.GPUResource)) {
 					t.Errorf("too-big: node %q, scheduler says %q; want Pending for Insufficient %s", pod.Node, pod.Unschedulable, first.GPUResource)
@@ -393,9 +419,10 @@ func TestServingPreemptsBatch(t *testing.T) {
 		GPUs: pool.GPUResourcesPerNode - e.TensorParallel}, pool, p.Platform.RuntimeClass())
 	// the batch run's pod as its Job would make it, as a bare Pod: KWOK
 	// completes Job pods at once, and this one must keep its GPUs
+	batchNS := p.Serving.Options.BatchNamespace
 	run := map[string]any{"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"name": "fill-run", "namespace": ns, "labels": map[string]any{"gpu-node-pools/batch": "fill"}},
-		"spec":     helmtest.Get(serving.CronJob(ns, fill), "spec", "jobTemplate", "spec", "template", "spec")}
+		"metadata": map[string]any{"name": "fill-run", "namespace": batchNS, "labels": map[string]any{"gpu-node-pools/batch": "fill"}},
+		"spec":     helmtest.Get(serving.CronJob(batchNS, fill), "spec", "jobTemplate", "spec", "template", "spec")}
 	s := simulate(t, p, []map[string]any{run}, 3*len(p.Serving.Engines)+len(p.Serving.Jobs)+1)
 	filled := false
 	for _, pod := range s.pods {

@@ -82,6 +82,9 @@ func settle(t *testing.T, srv *kubeapi.Server, want int) []placement {
 	var last string
 	stable := 0
 	for {
+		if refused := admissionRefusals(t, srv); len(refused) > 0 {
+			t.Fatalf("the API server refused pods the controllers made:\n%s", strings.Join(refused, "\n"))
+		}
 		pods := placements(t, srv)
 		done := len(pods) >= want
 		var names []string
@@ -104,6 +107,29 @@ func settle(t *testing.T, srv *kubeapi.Server, want int) []placement {
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// admissionRefusals are the pods a controller could not create, in the
+// API server's words (its FailedCreate events: Pod Security admission, a
+// missing service account).
+func admissionRefusals(t *testing.T, srv *kubeapi.Server) []string {
+	t.Helper()
+	var list struct {
+		Items []struct {
+			InvolvedObject struct{ Kind, Namespace, Name string } `json:"involvedObject"`
+			Message        string
+		}
+	}
+	out := srv.Kubectl(t, "get", "events", "-A", "--field-selector", "reason=FailedCreate", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	var refused []string
+	for _, e := range list.Items {
+		o := e.InvolvedObject
+		refused = append(refused, fmt.Sprintf("%s %s/%s: %s", o.Kind, o.Namespace, o.Name, e.Message))
+	}
+	return refused
 }
 
 // report is the table of pod → node → pool.

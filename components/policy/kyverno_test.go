@@ -77,7 +77,7 @@ func (p pod) object() map[string]any {
 	}
 }
 
-var testScope = Scope{PlatformNamespace: "gpu-platform", ServingNamespace: "models"}
+var testScope = Scope{PlatformNamespace: "gpu-platform", ServingNamespace: "models", BatchNamespace: "batch"}
 
 // Verdicts of the real Kyverno engine on good and bad pods, with the
 // default policies. Only the listed rules are compared; every other rule

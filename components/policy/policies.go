@@ -118,12 +118,12 @@ func allowedRegistries(r Resolved) map[string]any {
 	msg := "images must come from the allowed registries: " + list
 	action := r.AllowedRegistries.Action
 	return clusterPolicy(AllowedRegistriesName, "GPU images from allowed registries",
-		"GPU workloads, and the pods of the platform and serving namespaces, pull images only from "+list+
+		"GPU workloads, and the pods of the platform, serving and batch namespaces, pull images only from "+list+
 			". Node agents (DaemonSets) and pods an operator creates for its own resources are the platform's and left alone.",
 		noDaemonSetAutogen,
 		validateRule(RuleGPUPodRegistries, action, podMatch(nil), nil,
 			[]any{celContainers, celGPU, celTargetsGPUNodes, celDaemonSet, celGPUWorkload, celImages}, "!variables.gpuWorkload || "+allowed, msg),
-		validateRule(RuleNamespaceRegistries, action, podMatch([]string{r.PlatformNamespace, r.ServingNamespace}), nil,
+		validateRule(RuleNamespaceRegistries, action, podMatch([]string{r.PlatformNamespace, r.ServingNamespace, r.BatchNamespace}), nil,
 			[]any{celContainers, celImages, celOperatorOwned}, "variables.operatorOwned || "+allowed, msg))
 }
 

@@ -48,7 +48,7 @@ func TestClusterPoliciesFollowTheConfig(t *testing.T) {
 		{"defaults", Spec{}, map[string]map[string]any{
 			RequireResourcesName: {RuleDeclareResources: enforce},
 			AllowedRegistriesName: {RuleGPUPodRegistries: enforce,
-				RuleNamespaceRegistries: map[string]any{"action": "Enforce", "namespaces": []any{"gpu-platform", "models"}}},
+				RuleNamespaceRegistries: map[string]any{"action": "Enforce", "namespaces": []any{"gpu-platform", "models", "batch"}}},
 			DisallowPrivilegedName: {RuleNoPrivileged: exempt},
 			GPUTolerationName:      {RuleAddToleration: map[string]any{}},
 			GPUTaintName:           {RuleTaintNeedsGPU: exempt},

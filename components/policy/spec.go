@@ -87,8 +87,9 @@ var DefaultRegistries = []string{"nvcr.io", "registry.k8s.io", "docker.io/vllm",
 type Scope struct {
 	// PlatformNamespace holds the GPU DaemonSets.
 	PlatformNamespace string
-	// ServingNamespace holds the model servers and batch jobs.
-	ServingNamespace string
+	// ServingNamespace holds the model servers, BatchNamespace the batch
+	// jobs.
+	ServingNamespace, BatchNamespace string
 }
 
 // Resolved is a Spec with its defaults filled and its scope known: what the

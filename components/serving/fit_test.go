@@ -119,7 +119,7 @@ func TestChartOverride(t *testing.T) {
 	t.Parallel()
 	var o Options
 	o.Charts.VLLMStack.Version = "0.1.13"
-	got := o.Defaults("cephfs").Charts
+	got := o.Defaults("cephfs", Cilium).Charts
 	if v := got.VLLMStack; v.Version != "0.1.13" || v.Repo != VLLMStackChart.Repo || v.Name != "vllm-stack" {
 		t.Errorf("override = %+v", v)
 	}

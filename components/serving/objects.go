@@ -9,6 +9,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/podsecurity"
 )
 
 // Names of the shared objects.
@@ -73,8 +74,21 @@ func rcloneSource(source string) string {
 // carries the managed identity's client ID.
 const DownloadServiceAccount = "weights-download"
 
+// DownloadComponent labels the download Jobs' pods (their network policy
+// selects them by it).
+const DownloadComponent = "weights-download"
+
+// ComponentLabel names what a pod of the serving namespace is.
+const ComponentLabel = "gpu-node-pools/component"
+
 // DownloadJob fills a model's weights cache once: a marker file records a
-// complete copy, so a rerun (or a second up) does no work.
+// complete copy, so a rerun (or a second up) does no work. It runs as the
+// restricted non-root user: fsGroup makes the cache's files the group's,
+// which every engine replica shares. rclone writes only its HOME (config
+// lookups, ~/.cache/rclone) and /tmp, both emptyDirs. No API token: with
+// workload identity the webhook projects its own token volume
+// (Azure/azure-workload-identity pkg/webhook/webhook.go,
+// addProjectedServiceAccountTokenVolume), whatever the pod's automount.
 func DownloadJob(ns string, m Engine, st Storage) map[string]any {
 	dir := WeightsPath + "/" + m.Name
 	script := fmt.Sprintf(`set -e
@@ -95,20 +109,31 @@ touch %[1]s/.complete`, dir, rcloneSource(m.Source))
 			"backoffLimit": 6,
 			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{
 				"azure.workload.identity/use": fmt.Sprint(st.ClientID != ""),
+				ComponentLabel:                DownloadComponent,
 			}}, "spec": map[string]any{
-				"restartPolicy":      "OnFailure",
-				"serviceAccountName": DownloadServiceAccount,
+				"restartPolicy":                "OnFailure",
+				"serviceAccountName":           DownloadServiceAccount,
+				"automountServiceAccountToken": false,
+				"securityContext":              podsecurity.PodContext(),
 				"containers": []any{map[string]any{
 					"name": "download", "image": RcloneImage,
-					"command": []any{"sh", "-c", script},
-					"envFrom": []any{map[string]any{"secretRef": map[string]any{"name": StorageSecret}}},
+					"command":         []any{"sh", "-c", script},
+					"env":             []any{map[string]any{"name": "HOME", "value": TmpPath}},
+					"envFrom":         []any{map[string]any{"secretRef": map[string]any{"name": StorageSecret}}},
+					"securityContext": podsecurity.ContainerContext(true),
 					"resources": map[string]any{
 						"requests": map[string]any{"cpu": "500m", "memory": "512Mi"},
 						"limits":   map[string]any{"cpu": "2", "memory": "2Gi"},
 					},
-					"volumeMounts": []any{map[string]any{"name": "weights", "mountPath": WeightsPath}},
+					"volumeMounts": []any{
+						map[string]any{"name": "weights", "mountPath": WeightsPath},
+						map[string]any{"name": "tmp", "mountPath": TmpPath},
+					},
 				}},
-				"volumes": []any{map[string]any{"name": "weights", "persistentVolumeClaim": map[string]any{"claimName": WeightsClaim(m.Name)}}},
+				"volumes": []any{
+					map[string]any{"name": "weights", "persistentVolumeClaim": map[string]any{"claimName": WeightsClaim(m.Name)}},
+					podsecurity.ScratchVolume("tmp", "1Gi"),
+				},
 			}},
 		},
 	}
@@ -128,35 +153,6 @@ func WaitForWeights(model string) map[string]any {
 		},
 		"mountPvcStorage":   false,
 		"extraVolumeMounts": []any{map[string]any{"name": "weights", "mountPath": WeightsPath, "readOnly": true}},
-	}
-}
-
-// NetworkPolicy admits traffic to a model's engine only from the ingress
-// controller's namespace, Prometheus, the client namespaces the stack
-// names and, for a model that scales from zero, the interceptor.
-func NetworkPolicy(ns string, e Engine, o Options) map[string]any {
-	from := func(namespace string) map[string]any {
-		return map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": namespace}}}
-	}
-	sources := []any{from(o.IngressNamespace), from(o.PrometheusNamespace)}
-	for _, c := range o.ClientNamespaces {
-		sources = append(sources, from(c))
-	}
-	if e.ScalesFromZero() {
-		sources = append(sources, from(KEDANamespace))
-	}
-	return map[string]any{
-		"apiVersion": "networking.k8s.io/v1",
-		"kind":       "NetworkPolicy",
-		"metadata":   map[string]any{"name": "model-" + e.Name, "namespace": ns},
-		"spec": map[string]any{
-			"podSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": e.Name}},
-			"policyTypes": []any{"Ingress"},
-			"ingress": []any{map[string]any{
-				"from":  sources,
-				"ports": []any{map[string]any{"protocol": "TCP", "port": 8000}},
-			}},
-		},
 	}
 }
 
@@ -218,8 +214,15 @@ func CronJob(ns string, j Job) map[string]any {
 	deadline, runtimeClass := j.DeadlineMinutes, j.RuntimeClass
 	tolerations, exprs := poolTolerations(j.Pool), poolMatchExpressions(j.Pool)
 	gpus := fmt.Sprint(j.GPUs)
+	podSC, containerSC := jobPodSecurity(j.Security)
 	container := map[string]any{
 		"name": j.Name, "image": j.Image,
+		"securityContext": containerSC,
+		"env":             []any{map[string]any{"name": "HOME", "value": BatchHome}},
+		"volumeMounts": []any{
+			map[string]any{"name": "home", "mountPath": BatchHome},
+			map[string]any{"name": "tmp", "mountPath": TmpPath},
+		},
 		"resources": map[string]any{
 			"requests": map[string]any{j.Pool.GPUResource: gpus, "cpu": fmt.Sprint(4 * j.GPUs), "memory": fmt.Sprintf("%dGi", 16*j.GPUs)},
 			"limits":   map[string]any{j.Pool.GPUResource: gpus, "cpu": fmt.Sprint(8 * j.GPUs), "memory": fmt.Sprintf("%dGi", 32*j.GPUs)},
@@ -235,7 +238,12 @@ func CronJob(ns string, j Job) map[string]any {
 	pod := map[string]any{
 		"restartPolicy":     "Never",
 		"priorityClassName": BatchPriority,
-		"tolerations":       tolerations,
+		// customer code: no API token unless a job's image asks the API
+		// for something, which batch jobs here have no reason to
+		"automountServiceAccountToken": false,
+		"securityContext":              podSC,
+		"volumes":                      []any{podsecurity.ScratchVolume("home", "16Gi"), podsecurity.ScratchVolume("tmp", "16Gi")},
+		"tolerations":                  tolerations,
 		"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
 			"nodeSelectorTerms": []any{map[string]any{"matchExpressions": exprs}},
 		}}},

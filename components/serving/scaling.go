@@ -177,3 +177,15 @@ func AwaitAnnotations(e Engine) map[string]any {
 	}
 	return map[string]any{"pulumi.com/timeoutSeconds": fmt.Sprint(ColdStartSeconds(e))}
 }
+
+// HTTPAddOnValues make the add-on's pods meet Pod Security "restricted" in
+// KEDA's namespace: the chart's defaults (0.15.0 values.yaml) drop every
+// capability but set neither runAsNonRoot nor a seccomp profile. Its
+// images run as a numeric non-root user, which runAsNonRoot requires.
+func HTTPAddOnValues() map[string]any {
+	return map[string]any{"podSecurityContext": map[string]any{
+		"fsGroup": 1000, "supplementalGroups": []any{1000},
+		"runAsNonRoot":   true,
+		"seccompProfile": map[string]any{"type": "RuntimeDefault"},
+	}}
+}

@@ -108,7 +108,7 @@ func queueDepth(t *testing.T, model, series string) promql.Vector {
 func TestScaleFromZero(t *testing.T) {
 	t.Parallel()
 	pool := pooltest.Resolved(t, catalog.BareMetal, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
-	o := serving.Options{}.Defaults("cephfs")
+	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
 	m := serving.ModelSpec{Name: "llama3-8b", Pool: "infer", Source: "s3://m/l", ParametersB: 8, Dtype: "bfloat16", TensorParallel: 1,
 		MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: 0, MaxReplicas: 6, QueueDepthTarget: 5}
 	e := serving.NewEngine(m, pool, o, nil, "nvidia")
@@ -161,7 +161,7 @@ func TestWakeRouteHoldsTheFirstRequest(t *testing.T) {
 	pool := pooltest.Resolved(t, catalog.BareMetal, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
 	m := serving.ModelSpec{Name: "llama3-70b", Pool: "infer", Source: "s3://m/l", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 2,
 		MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: 0, MaxReplicas: 2, QueueDepthTarget: 5, Hostname: "llama.acme.example"}
-	e := serving.NewEngine(m, pool, serving.Options{}.Defaults("cephfs"), nil, "nvidia")
+	e := serving.NewEngine(m, pool, serving.Options{}.Defaults("cephfs", serving.Cilium), nil, "nvidia")
 	route := serving.InterceptorRoute("models", e)
 	readiness, err := time.ParseDuration(get(route, "spec", "timeouts", "readiness").(string))
 	if err != nil {
@@ -197,7 +197,7 @@ func TestWakeRouteHoldsTheFirstRequest(t *testing.T) {
 	if endpoint != "http://model-llama3-70b.models.svc:8080/v1" {
 		t.Errorf("in-cluster endpoint %s does not go through the wake Service", endpoint)
 	}
-	ing := serving.Ingress("models", e, serving.Options{}.Defaults("cephfs"))
+	ing := serving.Ingress("models", e, serving.Options{}.Defaults("cephfs", serving.Cilium))
 	backend := fmt.Sprint(get(ing, "spec", "rules").([]any)[0])
 	if !containsWord(backend, "name:model-llama3-70b") || !containsWord(backend, "number:8080") {
 		t.Errorf("the Ingress does not send to the interceptor: %s", backend)

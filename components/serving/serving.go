@@ -16,6 +16,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/helm"
 	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/plain"
+	"github.com/natron/gpu-node-pools/components/podsecurity"
 )
 
 // ModelServingType is the component's type token.
@@ -34,6 +35,8 @@ type Plan struct {
 	ChartDir string
 	// SkipAwait applies charts without waiting for their pods.
 	SkipAwait bool
+	// PodSecurity are the levels the namespaces enforce, by role.
+	PodSecurity podsecurity.Spec
 	// Rendering is set when the provider writes YAML instead of applying:
 	// Secrets with secret values are then not written (they would land in
 	// the files in plain text); ExternalSecrets names what to provide.
@@ -52,6 +55,32 @@ func (p Plan) InstallsKEDA() bool {
 // models that scale from zero.
 func (p Plan) InstallsHTTPAddOn() bool {
 	return p.InstallsKEDA() && slices.ContainsFunc(p.Engines, Engine.ScalesFromZero)
+}
+
+// Namespace is a namespace model serving creates.
+type Namespace struct {
+	Role, Name string
+	// Level is the Pod Security level it enforces.
+	Level string
+	// Suffix names its resource after the component's.
+	Suffix string
+}
+
+// Namespaces are the namespaces model serving creates: the models', the
+// batch jobs' and KEDA's when the program installs it.
+func (p Plan) Namespaces() []Namespace {
+	o := p.Options
+	out := []Namespace{{Role: podsecurity.Serving, Name: o.Namespace, Suffix: "-namespace"}}
+	if len(p.Jobs) > 0 {
+		out = append(out, Namespace{Role: podsecurity.Batch, Name: o.BatchNamespace, Suffix: "-batch-namespace"})
+	}
+	if p.InstallsKEDA() {
+		out = append(out, Namespace{Role: podsecurity.KEDA, Name: KEDANamespace, Suffix: "-keda-namespace"})
+	}
+	for i := range out {
+		out[i].Level = p.PodSecurity.Level(out[i].Role)
+	}
+	return out
 }
 
 // Charts are the charts model serving installs.
@@ -140,13 +169,17 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		return nil, fmt.Errorf("model serving %s: %s: %w", name, what, err)
 	}
 
-	nsRes, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{
-		Name:   pulumi.String(ns),
-		Labels: pulumi.StringMap{"pod-security.kubernetes.io/enforce": pulumi.String("baseline"), kube.ManagedByLabel: pulumi.String(kube.ManagedBy)},
-	}}, child...)
-	if err != nil {
-		return fail("namespace", err)
+	namespaces := map[string]pulumi.Resource{}
+	for _, n := range plan.Namespaces() {
+		res, err := corev1.NewNamespace(ctx, name+n.Suffix, &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{
+			Name: pulumi.String(n.Name), Labels: pulumi.ToStringMap(podsecurity.Labels(n.Level)),
+		}}, child...)
+		if err != nil {
+			return fail(n.Role+" namespace", err)
+		}
+		namespaces[n.Role] = res
 	}
+	nsRes := namespaces[podsecurity.Serving]
 	inNS := append(child, pulumi.DependsOn([]pulumi.Resource{nsRes}))
 
 	// Real-time inference always wins over batch work for GPUs.
@@ -204,16 +237,25 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 			return fail("download service account", err)
 		}
 		downloadDeps = append(downloadDeps, saRes)
+		if _, err := corev1.NewServiceAccount(ctx, name+"-model-server-sa", &corev1.ServiceAccountArgs{
+			Metadata:                     &metav1.ObjectMetaArgs{Name: pulumi.String(ModelServerAccount), Namespace: pulumi.String(ns)},
+			AutomountServiceAccountToken: pulumi.Bool(false),
+		}, inNS...); err != nil {
+			return fail("model server service account", err)
+		}
+	}
+	for _, np := range plan.NetworkPolicies() {
+		npName := np["metadata"].(map[string]any)["name"].(string)
+		if _, err := plain.Object(ctx, name+"-netpol-"+npName, np, inNS...); err != nil {
+			return fail("network policy "+npName, err)
+		}
 	}
 
 	// KEDA and its HTTP add-on bring the CRDs of the engines' ScaledObjects
 	// and InterceptorRoutes.
 	var keda []pulumi.Resource
 	if plan.InstallsKEDA() {
-		kns, err := corev1.NewNamespace(ctx, name+"-keda-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(KEDANamespace)}}, child...)
-		if err != nil {
-			return fail("keda namespace", err)
-		}
+		kns := namespaces[podsecurity.KEDA]
 		rel := helm.Release{Name: "keda", Chart: o.Charts.KEDA, Dir: plan.ChartDir, Values: map[string]any{}}
 		k, err := helmv4.NewChart(ctx, name+"-keda", rel.Args(KEDANamespace, plan.SkipAwait),
 			append(child, pulumi.DependsOn([]pulumi.Resource{kns}))...)
@@ -222,7 +264,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		}
 		keda = append(keda, k)
 		if plan.InstallsHTTPAddOn() {
-			rel := helm.Release{Name: "keda-add-ons-http", Chart: o.Charts.HTTPAddOn, Dir: plan.ChartDir, Values: map[string]any{}}
+			rel := helm.Release{Name: "keda-add-ons-http", Chart: o.Charts.HTTPAddOn, Dir: plan.ChartDir, Values: HTTPAddOnValues()}
 			h, err := helmv4.NewChart(ctx, name+"-keda-http", rel.Args(KEDANamespace, plan.SkipAwait),
 				append(child, pulumi.DependsOn([]pulumi.Resource{k}))...)
 			if err != nil {
@@ -295,8 +337,14 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		ms.Endpoints[m.Name] = ep
 	}
 
+	inBatch := append(child, pulumi.DependsOn([]pulumi.Resource{namespaces[podsecurity.Batch]}))
+	if len(plan.Jobs) > 0 {
+		if _, err := plain.Object(ctx, name+"-batch-netpol", DenyIngress(o.BatchNamespace), inBatch...); err != nil {
+			return fail("batch network policy", err)
+		}
+	}
 	for _, j := range plan.Jobs {
-		if _, err := plain.Object(ctx, name+"-batch-"+j.Name, CronJob(ns, j), inNS...); err != nil {
+		if _, err := plain.Object(ctx, name+"-batch-"+j.Name, CronJob(o.BatchNamespace, j), inBatch...); err != nil {
 			return fail("batch job "+j.Name, err)
 		}
 	}

@@ -45,6 +45,8 @@ type BatchJobSpec struct {
 	GPUs     int      `json:"gpus"`
 	// DeadlineMinutes bounds one run (default 240).
 	DeadlineMinutes int `json:"deadlineMinutes,omitempty"`
+	// Security is what the image needs beyond the restricted defaults.
+	Security JobSecurity `json:"security,omitempty"`
 }
 
 // Storage is where weights live (gpu-node-pools:storage), with the
@@ -84,7 +86,10 @@ var StorageKinds = []string{S3, AzureBlob}
 
 // Options are the serving settings (gpu-node-pools:serving), all optional.
 type Options struct {
-	Namespace         string  `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	// BatchNamespace holds the batch CronJobs, apart from the model
+	// servers: a job that needs root lowers only its own namespace.
+	BatchNamespace    string  `json:"batchNamespace,omitempty"`
 	StorageClass      string  `json:"storageClass,omitempty"`
 	BandwidthMBps     float64 `json:"bandwidthMBps,omitempty"`
 	PrometheusAddress string  `json:"prometheusAddress,omitempty"`
@@ -97,6 +102,14 @@ type Options struct {
 	// NetworkPolicy admits them besides ingress and Prometheus).
 	ClientNamespaces []string `json:"clientNamespaces,omitempty"`
 	ClusterIssuer    string   `json:"clusterIssuer,omitempty"`
+	// NetworkPolicy is how the download Jobs' egress to the weights store
+	// is expressed: cilium (a CiliumNetworkPolicy naming the store's
+	// host) or cidr (a NetworkPolicy with DownloadCIDRs). The target
+	// decides the default.
+	NetworkPolicy string `json:"networkPolicy,omitempty"`
+	// DownloadCIDRs are the address ranges of the weights store (and,
+	// with workload identity, of Entra ID's login endpoint), for cidr.
+	DownloadCIDRs []string `json:"downloadCIDRs,omitempty"`
 	// OffPeakStartHour and OffPeakEndHour bound batch job start times (UTC).
 	OffPeakStartHour *int   `json:"offPeakStartHour,omitempty"`
 	OffPeakEndHour   *int   `json:"offPeakEndHour,omitempty"`
@@ -123,9 +136,24 @@ var (
 // DefaultImage is the vLLM image.
 const DefaultImage = "vllm/vllm-openai:v0.11.0"
 
-// Defaults fills unset options; storageClass is the target's RWX class.
-func (o Options) Defaults(storageClass string) Options {
-	o.Namespace = cmp.Or(o.Namespace, "models")
+// DefaultNamespace holds the models unless serving.namespace says.
+const DefaultNamespace = "models"
+
+// NetworkPolicy modes.
+const (
+	Cilium = "cilium"
+	CIDR   = "cidr"
+)
+
+// NetworkPolicies lists the modes.
+var NetworkPolicies = []string{Cilium, CIDR}
+
+// Defaults fills unset options; storageClass is the target's RWX class,
+// networkPolicy its way of expressing egress.
+func (o Options) Defaults(storageClass, networkPolicy string) Options {
+	o.Namespace = cmp.Or(o.Namespace, DefaultNamespace)
+	o.BatchNamespace = cmp.Or(o.BatchNamespace, "batch")
+	o.NetworkPolicy = cmp.Or(o.NetworkPolicy, networkPolicy)
 	o.StorageClass = cmp.Or(o.StorageClass, storageClass)
 	o.BandwidthMBps = cmp.Or(o.BandwidthMBps, 200)
 	o.PrometheusAddress = cmp.Or(o.PrometheusAddress, "http://prometheus-operated.monitoring.svc:9090")

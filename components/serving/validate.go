@@ -1,7 +1,10 @@
 package serving
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"net"
 	"regexp"
 	"slices"
 	"strconv"
@@ -80,6 +83,17 @@ func (o Options) Validate(p *field.Path) field.ErrorList {
 	errs = append(errs, o.Charts.VLLMStack.Validate(charts.Child("vllmStack"), VLLMStackChart.Version)...)
 	errs = append(errs, o.Charts.KEDA.Validate(charts.Child("keda"), KEDAChart.Version)...)
 	errs = append(errs, o.Charts.HTTPAddOn.Validate(charts.Child("httpAddOn"), HTTPAddOnChart.Version)...)
+	if o.BatchNamespace != "" && (!check.DNSLabel(o.BatchNamespace) || o.BatchNamespace == cmp.Or(o.Namespace, DefaultNamespace)) {
+		errs = append(errs, check.Invalid(p.Child("batchNamespace"), o.BatchNamespace, "must be a DNS label other than the models' namespace"))
+	}
+	if o.NetworkPolicy != "" && !slices.Contains(NetworkPolicies, o.NetworkPolicy) {
+		errs = append(errs, check.NotSupported(p.Child("networkPolicy"), o.NetworkPolicy, NetworkPolicies))
+	}
+	for i, c := range o.DownloadCIDRs {
+		if _, _, err := net.ParseCIDR(c); err != nil {
+			errs = append(errs, check.Invalid(p.Child("downloadCIDRs").Index(i), c, "must be a CIDR such as 10.20.0.0/24"))
+		}
+	}
 	for i, c := range o.ClientNamespaces {
 		if !check.DNSLabel(c) {
 			errs = append(errs, check.Invalid(p.Child("clientNamespaces").Index(i), c, "must be a namespace name (a DNS label)"))
@@ -163,8 +177,23 @@ func (j BatchJobSpec) Validate(p *field.Path, o Options) field.ErrorList {
 	if msg := offPeakSchedule(j.Schedule, o); msg != "" {
 		errs = append(errs, check.Invalid(p.Child("schedule"), j.Schedule, "%s", msg))
 	}
+	for i, c := range j.Security.Capabilities {
+		if !capabilityRe.MatchString(c) || strings.HasPrefix(c, "CAP_") {
+			errs = append(errs, check.Invalid(p.Child("security", "capabilities").Index(i), c, "must be a capability name such as NET_BIND_SERVICE (no CAP_ prefix)"))
+		}
+	}
+	for _, id := range []struct {
+		key string
+		v   *int64
+	}{{"runAsUser", j.Security.RunAsUser}, {"runAsGroup", j.Security.RunAsGroup}} {
+		if id.v != nil && (*id.v < 0 || *id.v > math.MaxInt32) {
+			errs = append(errs, check.Invalid(p.Child("security", id.key), *id.v, "must be a user or group ID, 0-2147483647"))
+		}
+	}
 	return errs
 }
+
+var capabilityRe = regexp.MustCompile(`^[A-Z][A-Z_]*$`)
 
 var cronFieldRe = []*regexp.Regexp{
 	regexp.MustCompile(`^(\*|[0-9,\-/*]+)$`), // minute

@@ -9,6 +9,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/helm"
 	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/plain"
+	"github.com/natron/gpu-node-pools/components/podsecurity"
 )
 
 // Engine is how one model is served, beyond its fit facts: decided once,
@@ -91,6 +92,7 @@ func VLLMValues(e Engine) map[string]any {
 		// the chart has no key of its own for it
 		vllm["extraArgs"] = []any{"--quantization", e.Quantization}
 	}
+	scratch, scratchMounts := engineScratch()
 	model := map[string]any{
 		"name":              e.Name,
 		"repository":        imageRepo(e.Image),
@@ -107,12 +109,14 @@ func VLLMValues(e Engine) map[string]any {
 		"priorityClassName": e.PriorityClass,
 		"enableLoRA":        false,
 		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": selector}},
-		"extraVolumes": []any{map[string]any{
+		"extraVolumes": append([]any{map[string]any{
 			"name": "weights", "persistentVolumeClaim": map[string]any{"claimName": e.WeightsClaim, "readOnly": true},
-		}},
-		"extraVolumeMounts": []any{map[string]any{"name": "weights", "mountPath": WeightsPath, "readOnly": true}},
-		"initContainer":     WaitForWeights(e.Name),
-		"vllmConfig":        vllm,
+		}}, scratch...),
+		"extraVolumeMounts":  append([]any{map[string]any{"name": "weights", "mountPath": WeightsPath, "readOnly": true}}, scratchMounts...),
+		"env":                engineEnv(),
+		"serviceAccountName": ModelServerAccount,
+		"initContainer":      WaitForWeights(e.Name),
+		"vllmConfig":         vllm,
 		// the Deployment's annotations: how long `pulumi up` waits for it
 		"annotations": AwaitAnnotations(e),
 		// scaling is a ScaledObject of our own (ScaledObject)
@@ -120,12 +124,16 @@ func VLLMValues(e Engine) map[string]any {
 	}
 	return helm.Values(map[string]any{
 		"servingEngineSpec": map[string]any{
-			"enableEngine":   true,
-			"vllmApiKey":     map[string]any{"secretName": e.APIKeySecret, "secretKey": APIKeyField},
-			"tolerations":    tolerations,
-			"startupProbe":   healthProbe(15, 10, int(math.Ceil(float64(budget)/10))),
-			"readinessProbe": healthProbe(15, 10, 3),
-			"livenessProbe":  healthProbe(15, 15, 4),
+			"enableEngine": true,
+			// restricted (podsecurity): the chart applies the container
+			// context to the init container too
+			"securityContext":          podsecurity.PodContext(),
+			"containerSecurityContext": podsecurity.ContainerContext(true),
+			"vllmApiKey":               map[string]any{"secretName": e.APIKeySecret, "secretKey": APIKeyField},
+			"tolerations":              tolerations,
+			"startupProbe":             healthProbe(15, 10, int(math.Ceil(float64(budget)/10))),
+			"readinessProbe":           healthProbe(15, 10, 3),
+			"livenessProbe":            healthProbe(15, 15, 4),
 			// the program writes the ServiceMonitor (EngineServiceMonitor)
 			"serviceMonitor": map[string]any{"enabled": false},
 			// The chart's sample labels (environment: test, release: test)

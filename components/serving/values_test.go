@@ -36,7 +36,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 		MinReplicas: 1, MaxReplicas: 4, QueueDepthTarget: 3, Hostname: "llama70b.acme.example",
 	}
 	pool := pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: m.Pool, SKU: "Standard_ND96isr_H100_v5", MaxNodes: 2}).Facts
-	o := serving.Options{}.Defaults("azurefile-csi-premium")
+	o := serving.Options{}.Defaults("azurefile-csi-premium", serving.Cilium)
 	e := serving.NewEngine(m, pool, o, map[string]string{"release": "kube-prometheus-stack"}, "")
 	if misfits := serving.Fit(nil, e.Model, pool); len(misfits) != 0 {
 		t.Fatalf("the test model must fit: %+v", misfits)
@@ -121,7 +121,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	}
 	// The NetworkPolicy must select the engine pods.
 	podLabels, _ := get(byKind["Deployment"][0], "spec", "template", "metadata", "labels").(map[string]any)
-	np := serving.NetworkPolicy("models", e, serving.Options{}.Defaults("cephfs"))
+	np := serving.NetworkPolicy("models", e, serving.Options{}.Defaults("cephfs", serving.Cilium))
 	for k, v := range get(np, "spec", "podSelector", "matchLabels").(map[string]any) {
 		if podLabels[k] != v {
 			t.Errorf("NetworkPolicy selects %s=%v, engine pods have %v", k, v, podLabels[k])
@@ -213,7 +213,7 @@ func TestHTTPAddOnServices(t *testing.T) {
 func TestEngineDeploymentLeavesScalingToKEDA(t *testing.T) {
 	t.Parallel()
 	pool := pooltest.Resolved(t, catalog.BareMetal, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
-	o := serving.Options{}.Defaults("cephfs")
+	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
 	for _, minReplicas := range []int{0, 2} {
 		t.Run(fmt.Sprint("min", minReplicas), func(t *testing.T) {
 			t.Parallel()

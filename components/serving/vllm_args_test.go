@@ -106,7 +106,7 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 	t.Parallel()
 	h100 := pooltest.Resolved(t, catalog.BareMetal, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
 	sliced := pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "shared", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: 4}).Facts
-	o := serving.Options{}.Defaults("cephfs")
+	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
 	type want struct{ dtype, quantization, util string }
 	var cases []struct {
 		m    serving.ModelSpec

@@ -127,6 +127,11 @@ func blocks() []Block {
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
 			return c.Policies.Validate(p)
 		},
+	}, Block{
+		Key: "podSecurity", Secret: never, field: func(c *Config) any { return &c.PodSecurity },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			return c.PodSecurity.Validate(p)
+		},
 	})
 }
 

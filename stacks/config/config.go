@@ -9,6 +9,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/stacks/target"
@@ -41,6 +42,9 @@ type Config struct {
 	BatchJobs []serving.BatchJobSpec
 	// Policies are the Kyverno policies for GPU pods.
 	Policies policy.Spec
+	// PodSecurity lowers the Pod Security level of a namespace the
+	// program creates, with a reason.
+	PodSecurity podsecurity.Spec
 }
 
 // Key is the full path of a top-level key, gpu-node-pools:<k>.

@@ -72,7 +72,7 @@ func TestPlanDecidesOnce(t *testing.T) {
 					t.Errorf("batch job %s: %+v", cfg.BatchJobs[i].Name, j)
 				}
 			}
-			want := policy.Scope{PlatformNamespace: "gpu-platform", ServingNamespace: "models"}
+			want := policy.Scope{PlatformNamespace: "gpu-platform", ServingNamespace: "models", BatchNamespace: "batch"}
 			if p.Policies == nil || p.Policies.Scope != want {
 				t.Errorf("policies %+v, want scope %+v", p.Policies, want)
 			}

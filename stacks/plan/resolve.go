@@ -2,6 +2,7 @@ package plan
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/helm"
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/stacks/config"
@@ -55,10 +57,10 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, 
 	if !r.reported(key("platform").Child("gpuStack")) {
 		r.add(platform.CheckNFD(key("platform").Child("nfd"), p.Platform.GPUStack, cfg.Platform.NFD)...)
 	}
-	options := cfg.Serving.Defaults(d.StorageClass)
+	options := cfg.Serving.Defaults(d.StorageClass, d.NetworkPolicy)
 	p.Serving = r.resolveServing(p, options)
 	if cfg.Policies.On() {
-		pol := cfg.Policies.Resolve(policy.Scope{PlatformNamespace: p.Platform.Namespace, ServingNamespace: options.Namespace})
+		pol := cfg.Policies.Resolve(policy.Scope{PlatformNamespace: p.Platform.Namespace, ServingNamespace: options.Namespace, BatchNamespace: options.BatchNamespace})
 		p.Policies = &pol
 	}
 	p.Images = ownImages(p, options)
@@ -149,7 +151,9 @@ func (r *resolver) resolveServing(p *Plan, o serving.Options) *serving.Plan {
 		return nil
 	}
 	runtime := p.Platform.RuntimeClass()
-	sp := &serving.Plan{Options: o, Storage: cfg.Storage, ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != ""}
+	sp := &serving.Plan{Options: o, Storage: cfg.Storage, PodSecurity: cfg.PodSecurity,
+		ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != ""}
+	r.checkEgress(o)
 	for i, m := range cfg.Models {
 		ip := key("models").Index(i)
 		if r.broken(ip) {
@@ -174,9 +178,44 @@ func (r *resolver) resolveServing(p *Plan, o serving.Options) *serving.Plan {
 		if !r.reported(ip.Child("gpus")) && j.GPUs > facts.GPUResourcesPerNode {
 			r.add(check.Invalid(ip.Child("gpus"), j.GPUs, "must be between 1 and the %d GPUs of one %s node", facts.GPUResourcesPerNode, j.Pool))
 		}
+		r.checkJobSecurity(ip.Child("security"), j, sp)
 		sp.Jobs = append(sp.Jobs, serving.NewJob(j, *facts, runtime))
 	}
 	return sp
+}
+
+// checkEgress: with cidr, the download Jobs reach the weights store only
+// through the ranges the stack names.
+func (r *resolver) checkEgress(o serving.Options) {
+	p := key("serving")
+	if len(r.cfg.Models) == 0 || r.reported(p.Child("networkPolicy")) {
+		return
+	}
+	switch {
+	case o.NetworkPolicy == serving.CIDR && len(o.DownloadCIDRs) == 0:
+		r.add(check.Required(p.Child("downloadCIDRs"), "required with networkPolicy %s: the address ranges of the weights store (and, with workload identity, of %s), or set networkPolicy to %s where the cluster runs Cilium", serving.CIDR, serving.IdentityHost, serving.Cilium))
+	case o.NetworkPolicy == serving.Cilium && len(o.DownloadCIDRs) > 0:
+		r.add(check.Forbidden(p.Child("downloadCIDRs"), o.DownloadCIDRs, "read only with networkPolicy %s; with %s the download Jobs reach the store by name", serving.CIDR, serving.Cilium))
+	}
+}
+
+// checkJobSecurity: what a batch job declares beyond the restricted
+// defaults must be admitted by its namespace's level, as Pod Security
+// admission judges the job's pods.
+func (r *resolver) checkJobSecurity(p *field.Path, j serving.BatchJobSpec, sp *serving.Plan) {
+	if r.reported(p) {
+		return
+	}
+	need, why, err := j.Security.NeededLevel(j.Name)
+	if err != nil {
+		r.add(check.Invalid(p, j.Security, "%v", err))
+		return
+	}
+	if have := sp.PodSecurity.Level(podsecurity.Batch); podsecurity.Stricter(have, need) {
+		declared, _ := json.Marshal(j.Security)
+		r.add(check.Forbidden(p, string(declared), "needs Pod Security level %s (%s), and the batch namespace %q enforces %s: lower it with %s.batch {level: %s, reason: ...}, or declare less",
+			need, strings.Join(why, "; "), sp.Options.BatchNamespace, have, config.Key("podSecurity"), need))
+	}
 }
 
 func (r *resolver) reportedAny(p *field.Path, keys []string) bool {

@@ -78,6 +78,9 @@ type Defaults struct {
 	GPUStack platform.GPUStack
 	// StorageClass is the ReadWriteMany class of the weight caches.
 	StorageClass string
+	// NetworkPolicy is how egress to the weights store is expressed
+	// (serving.Cilium or serving.CIDR).
+	NetworkPolicy string
 }
 
 // Providers are the Kubernetes providers of a stack, built once.

@@ -100,6 +100,18 @@ func (s *Server) Create(t testing.TB, objs ...map[string]any) {
 	s.Kubectl(t, "create", "-f", f)
 }
 
+// TryCreate is Create for objects the server may refuse: kubectl's output
+// (the server's message) and whether it failed.
+func (s *Server) TryCreate(t testing.TB, objs ...map[string]any) (string, error) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "objects.yaml")
+	pulumitest.WriteManifests(t, f, objs)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, s.kubectl, "--kubeconfig", s.Kubeconfig, "create", "-f", f).CombinedOutput()
+	return string(out), err
+}
+
 // Log is the log of one of the cluster's processes (for failure messages).
 func (s *Server) Log(t testing.TB, name string) string {
 	t.Helper()

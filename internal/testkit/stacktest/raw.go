@@ -51,6 +51,8 @@ func WithServing(c map[string]any) map[string]any {
 			"name": "llama3-8b", "pool": poolName, "source": "az://models/llama3-8b", "parametersB": 8, "dtype": "bfloat16",
 			"tensorParallel": 1, "maxModelLen": 8192, "gpuMemoryUtilization": 0.9, "minReplicas": 0, "maxReplicas": 4, "queueDepthTarget": 5,
 		}}
+		// the storage account's private endpoint subnet and Entra ID
+		c["serving"] = map[string]any{"downloadCIDRs": []any{"10.40.8.0/24", "20.190.128.0/18", "40.126.0.0/18"}}
 	} else {
 		c["storage"] = map[string]any{"kind": "s3", "endpoint": "https://s3.example", "accessKey": "ak", "secretKey": "sk"}
 		c["models"] = []any{map[string]any{

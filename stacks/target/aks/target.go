@@ -4,6 +4,7 @@ package aks
 
 import (
 	"fmt"
+	"github.com/natron/gpu-node-pools/components/serving"
 	"regexp"
 	"slices"
 
@@ -33,9 +34,11 @@ func (Target) NewCluster() target.Cluster { return &Cluster{} }
 
 // Defaults: the AKS node image ships the NVIDIA driver, so the device
 // plugin and DCGM exporter charts are the GPU stack; Azure Files Premium is
-// the RWX class every AKS cluster has.
+// the RWX class every AKS cluster has. Every AKS network policy engine
+// (Azure, Calico, Cilium) enforces NetworkPolicy, while FQDN rules need
+// Cilium with Advanced Container Networking Services: egress is by CIDR.
 func (Target) Defaults() target.Defaults {
-	return target.Defaults{GPUStack: platform.DevicePlugin, StorageClass: "azurefile-csi-premium"}
+	return target.Defaults{GPUStack: platform.DevicePlugin, StorageClass: "azurefile-csi-premium", NetworkPolicy: serving.CIDR}
 }
 
 // ValidatePlatform refuses the GPU operator: it would install a second

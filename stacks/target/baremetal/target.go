@@ -5,6 +5,7 @@ package baremetal
 
 import (
 	"fmt"
+	"github.com/natron/gpu-node-pools/components/serving"
 	"regexp"
 	"strings"
 
@@ -34,9 +35,10 @@ func (Target) Catalog() catalog.Section { return catalog.BareMetal }
 func (Target) NewCluster() target.Cluster { return &Cluster{} }
 
 // Defaults: bare-metal hosts come without a driver, so the GPU operator
-// installs it; the sites' Ceph serves CephFS for ReadWriteMany.
+// installs it; the sites' Ceph serves CephFS for ReadWriteMany; the
+// sites' clusters run Cilium, so egress names hosts (toFQDNs).
 func (Target) Defaults() target.Defaults {
-	return target.Defaults{GPUStack: platform.GPUOperator, StorageClass: "cephfs"}
+	return target.Defaults{GPUStack: platform.GPUOperator, StorageClass: "cephfs", NetworkPolicy: serving.Cilium}
 }
 
 // ValidatePlatform: either GPU stack runs on bare metal.
