@@ -13,6 +13,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/helm"
 	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/plain"
+	"github.com/natron/gpu-node-pools/components/podsecurity"
 )
 
 // GPUPlatformType is the component's type token.
@@ -51,15 +52,10 @@ func Releases(s Spec, pools []gpupool.Pool) []helm.Release {
 }
 
 // NamespaceLabels carry the Pod Security level the GPU DaemonSets need:
-// they mount host paths and, with the operator, run privileged.
-func NamespaceLabels() map[string]string {
-	return map[string]string{
-		"pod-security.kubernetes.io/enforce": "privileged",
-		"pod-security.kubernetes.io/audit":   "privileged",
-		"pod-security.kubernetes.io/warn":    "privileged",
-		kube.ManagedByLabel:                  kube.ManagedBy,
-	}
-}
+// they mount host paths (device plugin and pod-resources sockets, /sys)
+// and, with the operator, the driver and toolkit run privileged. Nothing
+// else runs in this namespace.
+func NamespaceLabels() map[string]string { return podsecurity.Labels(podsecurity.Privileged) }
 
 // NewGPUPlatform registers the platform layer in the workload cluster.
 func NewGPUPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*GPUPlatform, error) {
