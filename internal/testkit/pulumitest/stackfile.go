@@ -1,15 +1,13 @@
 package pulumitest
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
+	"github.com/natron/gpu-node-pools/stacks/stackfile"
 )
 
 // SecretMarker replaces every secure value read from a stack file, so tests
@@ -23,117 +21,26 @@ func RepoRoot() string {
 }
 
 // StackConfig reads Pulumi.<stack>.yaml the way the engine hands config to a
-// program: project defaults from Pulumi.yaml first, then the stack's values;
-// scalars as strings, objects and lists as JSON. Secure values become
-// SecretMarker and their keys are returned as secret.
+// program (stackfile.Read): secure values become SecretMarker and their
+// keys are returned as secret.
 func StackConfig(stack string) (map[string]string, []string, error) {
-	root := RepoRoot()
-	project, err := readYAML(filepath.Join(root, "Pulumi.yaml"))
+	f, err := stackfile.Read(RepoRoot(), stack, SecretMarker)
 	if err != nil {
 		return nil, nil, err
 	}
-	name, _ := project["name"].(string)
-	cfg := map[string]string{}
-	decls, _ := project["config"].(map[string]any)
-	for k, d := range decls {
-		decl, _ := d.(map[string]any)
-		if def, ok := decl["default"]; ok {
-			v, _, err := configValue(def)
-			if err != nil {
-				return nil, nil, err
-			}
-			cfg[name+":"+k] = v
-		}
-	}
-	file, err := readYAML(filepath.Join(root, "Pulumi."+stack+".yaml"))
-	if err != nil {
-		return nil, nil, err
-	}
-	values, _ := file["config"].(map[string]any)
 	var secrets []string
-	for k, raw := range values {
-		v, secret, err := configValue(raw)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", k, err)
-		}
-		if !strings.Contains(k, ":") {
-			k = name + ":" + k
-		}
-		cfg[k] = v
-		if secret {
-			secrets = append(secrets, k)
+	for _, path := range f.Secure {
+		key, _, _ := strings.Cut(path, ".")
+		if !slices.Contains(secrets, key) {
+			secrets = append(secrets, key)
 		}
 	}
-	return cfg, secrets, nil
-}
-
-func readYAML(path string) (map[string]any, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := yaml.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, nil
-}
-
-// configValue renders one config value as Pulumi passes it to a program.
-func configValue(v any) (string, bool, error) {
-	v, secret := unsecure(v)
-	switch x := v.(type) {
-	case string:
-		return x, secret, nil
-	case map[string]any, []any:
-		b, err := json.Marshal(x)
-		return string(b), secret, err
-	default:
-		return fmt.Sprint(x), secret, nil
-	}
-}
-
-// unsecure replaces {secure: ...} values, at any depth, by SecretMarker.
-func unsecure(v any) (any, bool) {
-	switch x := v.(type) {
-	case map[string]any:
-		if _, ok := x["secure"]; ok && len(x) == 1 {
-			return SecretMarker, true
-		}
-		secret := false
-		out := map[string]any{}
-		for k, e := range x {
-			var s bool
-			out[k], s = unsecure(e)
-			secret = secret || s
-		}
-		return out, secret
-	case []any:
-		secret := false
-		out := make([]any, len(x))
-		for i, e := range x {
-			var s bool
-			out[i], s = unsecure(e)
-			secret = secret || s
-		}
-		return out, secret
-	}
-	return v, false
+	return f.Raw, secrets, nil
 }
 
 // Unqualified drops the project namespace from config keys, giving the raw
 // map that plan.Load takes.
-func Unqualified(cfg map[string]string) map[string]string {
-	out := make(map[string]string, len(cfg))
-	for k, v := range cfg {
-		_, short, ok := strings.Cut(k, ":")
-		if !ok {
-			short = k
-		}
-		out[short] = v
-	}
-	return out
-}
+func Unqualified(cfg map[string]string) map[string]string { return stackfile.Unqualified(cfg) }
 
 // NoChanges fails the test for any operation of a change summary other than
 // "same".
