@@ -4,6 +4,7 @@ package stacks
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
+	"github.com/natron/gpu-node-pools/stacks/precheck"
 	"github.com/natron/gpu-node-pools/stacks/target"
 )
 
@@ -28,6 +30,11 @@ func Program(ctx *pulumi.Context) error {
 	p, err := plan.Load(rawConfig(ctx), ctx.Stack())
 	if err != nil {
 		return err // nothing registered yet: a bad config changes nothing
+	}
+	// A missing plugin would otherwise surface as the engine's "no
+	// resource plugin" error after the whole diff, naming no config key.
+	if missing := precheck.Plugins(p, precheck.PluginInstalled); len(missing) > 0 && !ctx.RunningWithMocks() {
+		return errors.New(strings.Join(missing, "\n"))
 	}
 	return Deploy(ctx, p)
 }

@@ -40,6 +40,9 @@ type Plan struct {
 	Policies *policy.Resolved
 	// Images are the images the stack runs itself.
 	Images []policy.Image
+	// Plugins are the resource provider plugins the target needs besides
+	// the Kubernetes provider.
+	Plugins []target.Plugin
 	// Identity is the weight download's workload identity, to federate
 	// (nil without one).
 	Identity *target.Identity

@@ -49,7 +49,7 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, 
 		return nil, newConfigError(r.errs)
 	}
 	d := t.Defaults()
-	p := &Plan{Target: t, Cluster: cfg.Cluster, RenderDir: cfg.RenderDir, Protect: protect(cfg, stack)}
+	p := &Plan{Target: t, Cluster: cfg.Cluster, RenderDir: cfg.RenderDir, Protect: protect(cfg, stack), Plugins: d.Plugins}
 	p.Pools = r.resolvePools(t)
 
 	p.Platform = cfg.Platform.Defaults(d.GPUStack)

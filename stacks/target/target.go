@@ -81,7 +81,13 @@ type Defaults struct {
 	// NetworkPolicy is how egress to the weights store is expressed
 	// (serving.Cilium or serving.CIDR).
 	NetworkPolicy string
+	// Plugins are the resource provider plugins the target's resources
+	// need besides the Kubernetes provider (which the toolchain builds).
+	Plugins []Plugin
 }
+
+// Plugin is a resource provider plugin at a version.
+type Plugin struct{ Name, Version string }
 
 // Providers are the Kubernetes providers of a stack, built once.
 type Providers struct {

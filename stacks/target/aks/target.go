@@ -38,7 +38,8 @@ func (Target) NewCluster() target.Cluster { return &Cluster{} }
 // (Azure, Calico, Cilium) enforces NetworkPolicy, while FQDN rules need
 // Cilium with Advanced Container Networking Services: egress is by CIDR.
 func (Target) Defaults() target.Defaults {
-	return target.Defaults{GPUStack: platform.DevicePlugin, StorageClass: "azurefile-csi-premium", NetworkPolicy: serving.CIDR}
+	return target.Defaults{GPUStack: platform.DevicePlugin, StorageClass: "azurefile-csi-premium", NetworkPolicy: serving.CIDR,
+		Plugins: []target.Plugin{{Name: "azure-native", Version: AzureNativeVersion}}}
 }
 
 // ValidatePlatform refuses the GPU operator: it would install a second

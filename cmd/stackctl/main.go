@@ -1,0 +1,120 @@
+// Command stackctl starts and checks customer stacks before the engine
+// sees them (make stack, make preview):
+//
+//	stackctl new -name acme -target natron -cluster acme ...   # writes Pulumi.acme.yaml
+//	stackctl check -stack acme                                  # config, secrets, plugins
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/natron/gpu-node-pools/stacks/precheck"
+	"github.com/natron/gpu-node-pools/stacks/scaffold"
+	"github.com/natron/gpu-node-pools/stacks/stackfile"
+)
+
+func main() { os.Exit(run(os.Args[1:], ".", os.Stdout, os.Stderr)) }
+
+func run(args []string, dir string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: stackctl new|check [flags]")
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "new":
+		err = newStack(args[1:], dir, stdout)
+	case "check":
+		err = checkStack(args[1:], dir, stdout, stderr)
+	default:
+		err = fmt.Errorf("unknown command %q: new or check", args[0])
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func newStack(args []string, dir string, stdout io.Writer) error {
+	var o scaffold.Options
+	fs := flag.NewFlagSet("new", flag.ContinueOnError)
+	fs.StringVar(&o.Name, "name", "", "stack name (the customer)")
+	fs.StringVar(&o.Target, "target", "", "aks or natron")
+	fs.StringVar(&o.Cluster, "cluster", "", "the AKS cluster, or the Cluster API Cluster")
+	fs.StringVar(&o.ResourceGroup, "resource-group", "", "aks: the cluster's resource group")
+	fs.StringVar(&o.Site, "site", "", "natron: natron-cloud or flex-stack")
+	fs.StringVar(&o.Namespace, "namespace", "", "natron: the Cluster's namespace (default capi-<cluster>)")
+	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "natron: the workload cluster's version, e.g. v1.33.4")
+	fs.StringVar(&o.ImageURL, "image-url", "", "natron: the node OS image URL")
+	fs.StringVar(&o.ImageChecksum, "image-checksum", "", "natron: its checksum or a URL to it")
+	fs.StringVar(&o.RenderDir, "render-dir", "", "render YAML for GitOps into this directory instead of applying")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if p := o.Problems(); len(p) > 0 {
+		return errors.New("make stack: " + strings.Join(p, "; "))
+	}
+	path := stackfile.Path(dir, o.Name)
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("%s exists: choose another NAME, or edit it", path)
+	}
+	text, err := scaffold.File(o)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return err
+	}
+	// The answers make a valid stack once its secrets are set; anything
+	// else is a wrong answer, and no file is left behind.
+	r := precheck.Stack(dir, o.Name, func(string, string) bool { return true })
+	var wrong []string
+	for _, e := range r.Errors {
+		for _, line := range strings.Split(e, "\n") {
+			if strings.HasPrefix(line, "  ") && !secretLine(line, scaffold.Secrets(o)) {
+				wrong = append(wrong, line)
+			}
+		}
+	}
+	if len(wrong) > 0 {
+		_ = os.Remove(path)
+		return errors.New("make stack: the answers make an invalid stack:\n" + strings.Join(wrong, "\n"))
+	}
+	fmt.Fprintf(stdout, "wrote %s\nnext:\n", path)
+	for _, s := range scaffold.NextSteps(o) {
+		fmt.Fprintln(stdout, "  "+s)
+	}
+	return nil
+}
+
+func secretLine(line string, secrets []string) bool {
+	for _, s := range secrets {
+		if strings.HasPrefix(strings.TrimSpace(line), s+":") {
+			return true
+		}
+	}
+	return false
+}
+
+func checkStack(args []string, dir string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	stack := fs.String("stack", "", "stack name")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	r := precheck.Stack(dir, *stack, precheck.PluginInstalled)
+	for _, w := range r.Warnings {
+		fmt.Fprintln(stderr, "warning: "+w)
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "stack %s: config valid, %d pools\n", *stack, len(r.Plan.Pools))
+	return nil
+}
