@@ -7,12 +7,29 @@ export GPU_NODE_POOLS_SHARED ?= $(abspath $(CURDIR)/../shared)
 STACK ?= dev
 export STACK
 
-.PHONY: preview test vet lint unit fuzz bench toolchain shared-bundle
+.PHONY: preview stack env test vet lint unit fuzz bench toolchain shared-bundle
 
 ## preview: pulumi preview of $(STACK) through the real engine (local file
-## backend in .pulumi-state/); stacks with renderDir are also rendered.
+## backend in .pulumi-state/); stacks with renderDir are also rendered. The
+## stack is checked first (config, secrets, plugins) and created only when
+## valid. DIFF=1 shows the property diff.
 preview:
 	.ci/preview.sh
+
+## stack: a new customer's stack file, Pulumi.$(NAME).yaml, for TARGET=aks
+## (CLUSTER, RESOURCE_GROUP) or TARGET=natron (CLUSTER, K8S_VERSION,
+## IMAGE_URL, IMAGE_CHECKSUM; SITE, NAMESPACE optional); RENDER_DIR renders
+## for GitOps. Prints the commands still to run (secrets, preview).
+stack:
+	go run ./cmd/stackctl new -name "$(NAME)" -target "$(TARGET)" -cluster "$(CLUSTER)" \
+		-resource-group "$(RESOURCE_GROUP)" -site "$(SITE)" -namespace "$(NAMESPACE)" \
+		-kubernetes-version "$(K8S_VERSION)" -image-url "$(IMAGE_URL)" -image-checksum "$(IMAGE_CHECKSUM)" \
+		-render-dir "$(RENDER_DIR)"
+
+## env: the environment make preview gives pulumi, as export lines:
+## eval "$$(make -s env)"
+env:
+	@.ci/env.sh
 
 
 ## test: vet, workflow lint, every test (the real-engine ones too), and

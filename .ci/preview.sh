@@ -11,37 +11,30 @@ if [ ! -f "Pulumi.$STACK.yaml" ]; then
 	exit 2
 fi
 
-bin=$(.ci/toolchain/install.sh | tail -n 1)
-export PATH="$bin:$PATH"
-state="$PWD/.pulumi-state"
-mkdir -p "$state/backend"
-export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$state/backend}"
-export PULUMI_HOME="${PULUMI_HOME:-$state/home}"
+eval "$(.ci/env.sh)"
 # Development default only: real customer stacks use their own passphrase or
 # a KMS secrets provider.
 export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-gpu-node-pools-dev}"
-export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true PULUMI_SKIP_UPDATE_CHECK=true
-# Charts come from local archives when there are some (offline machines,
-# tests); otherwise from the upstream Helm repositories.
-if [ -z "${GPU_NODE_POOLS_CHART_DIR:-}" ] && [ -d "${GPU_NODE_POOLS_SHARED:-../shared}/charts" ]; then
-	export GPU_NODE_POOLS_CHART_DIR="$(cd "${GPU_NODE_POOLS_SHARED:-../shared}/charts" && pwd)"
-	echo "charts from $GPU_NODE_POOLS_CHART_DIR"
-fi
+if [ -n "${GPU_NODE_POOLS_CHART_DIR:-}" ]; then echo "charts from $GPU_NODE_POOLS_CHART_DIR"; fi
 
-# AKS stacks need the azure-native provider, which cannot be built from the
-# modules served to our machines: say so before touching the stack.
-target=$(sed -n 's/^[[:space:]]*gpu-node-pools:target:[[:space:]]*\([a-z]*\).*/\1/p' "Pulumi.$STACK.yaml")
-if [ "$target" = aks ] && ! command -v pulumi-resource-azure-native >/dev/null &&
-	! pulumi plugin ls 2>/dev/null | grep -q '^azure-native .*2\.82\.0'; then
-	echo "stack $STACK targets AKS: it needs the azure-native provider 2.82.0 and Azure credentials." >&2
-	echo "On a machine with internet access: pulumi plugin install resource azure-native 2.82.0" >&2
-	exit 2
-fi
+# Config, secrets and plugins, checked before the stack is selected or
+# created: an invalid stack is never created, and what to fix comes first.
+go run ./cmd/stackctl check -stack "$STACK"
 
-pulumi stack select --create --secrets-provider passphrase --non-interactive "$STACK"
-pulumi preview --stack "$STACK" --non-interactive --diff
+if ! out=$(pulumi stack select --create --secrets-provider passphrase --non-interactive "$STACK" 2>&1); then
+	echo "$out" >&2
+	if grep -q "incorrect passphrase" <<<"$out"; then
+		echo "hint: Pulumi.$STACK.yaml holds an encryptionsalt (and secure values) made with another passphrase: a file copied from another stack, or PULUMI_CONFIG_PASSPHRASE is not this stack's. For a new stack, remove the encryptionsalt line and every secure value, then set the secrets again (make stack prints the commands)." >&2
+	fi
+	exit 1
+fi
 
 render=$(pulumi config get gpu-node-pools:renderDir --stack "$STACK" 2>/dev/null || true)
+if [ -z "$render" ] || [ -n "${DIFF:-}" ]; then
+	# The property diff (thousands of lines of CRD schemas) only on
+	# request: DIFF=1. Otherwise one line per resource and the summary.
+	pulumi preview --stack "$STACK" --non-interactive --suppress-outputs ${DIFF:+--diff}
+fi
 if [ -n "$render" ]; then
 	case "$render" in /*) ;; *) render="$PWD/$render" ;; esac
 	# The render provider writes only what changed: when the directory is
@@ -49,7 +42,17 @@ if [ -n "$render" ]; then
 	if [ ! -d "$render" ] && [ "$(pulumi stack --stack "$STACK" 2>/dev/null | grep -c 'resources')" -gt 0 ]; then
 		pulumi destroy --stack "$STACK" --non-interactive --yes --skip-preview >/dev/null
 	fi
-	pulumi up --stack "$STACK" --non-interactive --yes --skip-preview
+	# A render changes nothing outside the directory: one engine run, which
+	# prints each resource it wrote (one line each) and the summary; the
+	# whole log only on failure.
+	log="$(mktemp)"
+	if ! pulumi up --stack "$STACK" --non-interactive --yes --skip-preview --suppress-outputs >"$log" 2>&1; then
+		cat "$log" >&2
+		exit 1
+	fi
+	grep -E '^ [-+~]+ .* (created|updated|deleted|replaced) \(' "$log" | sed -E 's/ \([0-9.]+s\).*//' || true
+	sed -n '/^Resources:/,/^Duration/p' "$log"
+	rm -f "$log"
 	echo
 	echo "Rendered manifests of stack $STACK (apply or sync with a GitOps tool):"
 	echo "  $render/workload    objects for the workload cluster"

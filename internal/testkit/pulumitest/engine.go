@@ -50,10 +50,10 @@ func CopyProject(t testing.TB) string {
 	t.Helper()
 	root := RepoRoot()
 	dst := t.TempDir()
-	for _, f := range []string{"Pulumi.yaml", "Pulumi.dev.yaml", "Pulumi.prod.yaml", "go.mod", "go.sum", "main.go"} {
+	for _, f := range []string{"Pulumi.yaml", "Pulumi.dev.yaml", "Pulumi.prod.yaml", "go.mod", "go.sum", "main.go", "Makefile"} {
 		copyFile(t, filepath.Join(root, f), filepath.Join(dst, f))
 	}
-	for _, dir := range []string{"components", "stacks"} {
+	for _, dir := range []string{"components", "stacks", "cmd", ".ci"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.IsDir() && d.Name() == "testdata" {
 				return filepath.SkipDir
@@ -82,7 +82,11 @@ func copyFile(t testing.TB, src, dst string) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
+	info, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, info.Mode().Perm()); err != nil { // scripts stay executable
 		t.Fatal(err)
 	}
 }
