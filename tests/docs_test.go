@@ -1,0 +1,49 @@
+package tests
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/stacks/config"
+)
+
+// The README's config reference documents every key the config types
+// have (config.KeyPaths, from the types the program decodes into): a key
+// added without its row fails here. Each segment of a key's path must be
+// in the reference, inside a code span.
+func TestConfigReferenceIsComplete(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ref, ok := strings.Cut(string(b), "\n## Config reference\n")
+	if !ok {
+		t.Fatal("README has no config reference")
+	}
+	ref, _, _ = strings.Cut(ref, "\n## ")
+	spans := map[string]bool{}
+	word := regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*`)
+	for _, span := range regexp.MustCompile("`[^`]+`").FindAllString(ref, -1) {
+		for _, w := range word.FindAllString(span, -1) {
+			spans[w] = true
+		}
+	}
+	checked := 0
+	for _, k := range config.KeyPaths() {
+		_, path, _ := strings.Cut(k.Path, ":")
+		for _, seg := range strings.Split(strings.ReplaceAll(path, "[*]", ""), ".") {
+			checked++
+			if !spans[seg] {
+				t.Errorf("the config reference does not document %s (no %q in a code span)", k.Path, seg)
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("checked %d key segments: the key list is not the config's", checked)
+	}
+}

@@ -1,0 +1,230 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+)
+
+// newcomer runs shell commands in a copy of the project the way a platform
+// engineer does from a checkout: make, with the shared assets beside it, the
+// pinned toolchain warm in the per-user cache, nothing on PATH of ours.
+type newcomer struct {
+	t   *testing.T
+	dir string
+	env []string
+}
+
+func newNewcomer(t *testing.T) *newcomer {
+	pulumitest.PulumiRoot(t) // the toolchain is built (skips, or fails in CI, without it)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PULUMI_") && !strings.HasPrefix(kv, "GPU_NODE_POOLS_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "GPU_NODE_POOLS_SHARED="+pulumitest.SharedDir(t))
+	return &newcomer{t: t, dir: pulumitest.CopyProject(t), env: env}
+}
+
+// sh runs a bash script in the project; out is stdout and stderr.
+func (n *newcomer) sh(script string) (string, error) {
+	n.t.Helper()
+	cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+script)
+	cmd.Dir, cmd.Env = n.dir, n.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// stacks are the stacks the project's backend holds.
+func (n *newcomer) stacks() string {
+	n.t.Helper()
+	out, err := n.sh(`eval "$(make -s env 2>/dev/null)"; export PULUMI_CONFIG_PASSPHRASE=x; pulumi stack ls --json`)
+	if err != nil {
+		n.t.Fatalf("pulumi stack ls: %v\n%s", err, out)
+	}
+	return out
+}
+
+var resourceLine = regexp.MustCompile(`(?m)^ \+  \S+ \S+ create`)
+
+// readmeBlocks are the sh code blocks of a README section, comments and
+// blank lines dropped.
+func readmeBlocks(t *testing.T, section string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, text, ok := strings.Cut(string(b), "\n## "+section+"\n")
+	if !ok {
+		t.Fatalf("README has no section %q", section)
+	}
+	text, _, _ = strings.Cut(text, "\n## ")
+	var blocks []string
+	for _, chunk := range strings.Split(text, "```sh\n")[1:] {
+		code, _, _ := strings.Cut(chunk, "```")
+		var lines []string
+		for _, l := range strings.Split(code, "\n") {
+			if l, _, _ = strings.Cut(l, " #"); strings.TrimSpace(l) != "" && !strings.HasPrefix(strings.TrimSpace(l), "#") {
+				lines = append(lines, l)
+			}
+		}
+		blocks = append(blocks, strings.Join(lines, "\n"))
+	}
+	if len(blocks) == 0 {
+		t.Fatalf("README section %q has no sh block", section)
+	}
+	return blocks
+}
+
+// The README's commands work as written, in a fresh copy of the project:
+// the quick start renders the dev stack, and the new customer stack is
+// made, created and rendered with exactly the commands of "A new customer
+// stack, step by step" (make stack, then what it printed, with a
+// passphrase of our own), offline, on the first try. The console stays
+// small: at most one line per resource plus the summaries, no CRD schema,
+// no plugin warning.
+func TestREADMECommands(t *testing.T) {
+	t.Parallel()
+	n := newNewcomer(t)
+	quick := readmeBlocks(t, "Quick start")[0]
+	if out, err := n.sh(quick); err != nil {
+		t.Fatalf("quick start %q: %v\n%s", quick, err, out)
+	}
+	if _, err := os.Stat(filepath.Join(n.dir, "rendered", "workload")); err != nil {
+		t.Errorf("the quick start rendered nothing: %v", err)
+	}
+
+	steps := readmeBlocks(t, "A new customer stack, step by step")[0]
+	steps = strings.Replace(steps, "'<this customer's passphrase>'", "'acme passphrase'", 1)
+	makeStack, rest, _ := strings.Cut(steps, "\neval ")
+	out, err := n.sh(makeStack)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", makeStack, err, out)
+	}
+	// make stack prints the very steps the README shows next
+	for _, l := range strings.Split("eval "+rest, "\n") {
+		printed := strings.Replace(l, "'acme passphrase'", "'<this customer's passphrase>'", 1)
+		if !strings.Contains(out, strings.TrimSpace(printed)) {
+			t.Errorf("make stack did not print the README's step %q:\n%s", l, out)
+		}
+	}
+	file, err := os.ReadFile(filepath.Join(n.dir, "Pulumi.acme.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(file), "encryptionsalt") {
+		t.Fatalf("the new stack file carries a salt:\n%s", file)
+	}
+	out, err = n.sh("eval " + rest)
+	if err != nil {
+		t.Fatalf("the README's steps: %v\n%s", err, out)
+	}
+	resources := len(resourceLine.FindAllString(out, -1))
+	lines := strings.Count(out, "\n")
+	t.Logf("first render of the new stack: %d lines for %d resources", lines, resources)
+	switch {
+	case resources < 40:
+		t.Errorf("the render lists %d resources, want the pool, platform and policies (about 48):\n%s", resources, out)
+	case lines > resources+25: // headers, the check, the summary, where the render went
+		t.Errorf("%d lines for %d resources: more than one per resource plus the summaries:\n%s", lines, resources, out)
+	}
+	for _, noise := range []string{"openAPIV3Schema", "warning:", "an unhandled error occurred"} {
+		if strings.Contains(out, noise) {
+			t.Errorf("the output holds %q:\n%s", noise, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(n.dir, "rendered-acme", "management")); err != nil {
+		t.Errorf("nothing rendered for the new stack: %v", err)
+	}
+	if !strings.Contains(n.stacks(), `"acme"`) {
+		t.Error("the new stack is not in the backend")
+	}
+}
+
+// What stops make preview, before the engine prints anything and before
+// the stack exists: config problems, printed once as the program's own
+// message; a missing API key where no plugin could generate one; a stack
+// file copied with another stack's salt, with a hint. Secrets in plain text
+// draw a warning naming the key.
+func TestPreviewStopsEarly(t *testing.T) {
+	t.Parallel()
+	n := newNewcomer(t)
+	base := `config:
+  gpu-node-pools:target: natron
+  gpu-node-pools:renderDir: rendered
+  gpu-node-pools:natron:
+    site: natron-cloud
+    clusterName: acme
+    namespace: capi-acme
+    kubernetesVersion: v1.33.4
+    image: {url: "https://images.example/u.qcow2", checksum: "https://images.example/u.qcow2.sha256sum"}
+`
+	tests := []struct {
+		stack, extra string
+		want         []string // each exactly once
+	}{
+		{"broken", `  gpu-node-pools:pools:
+    - {name: a100, sku: a100-80gb-x8, minNodes: 0, maxNodes: -1}
+  gpu-node-pools:pool: []
+`, []string{
+			"invalid stack config (2 problems):",
+			"  gpu-node-pools:pool: unknown key (did you mean pools?)",
+			"  gpu-node-pools:pools[0].maxNodes: must be between 1 and 1000, got -1",
+		}},
+		{"nokey", `  gpu-node-pools:pools:
+    - {name: a100, sku: a100-80gb-x8, minNodes: 0, maxNodes: 2}
+  gpu-node-pools:storage: {kind: s3, endpoint: "https://s3.example", accessKey: AKIA-plain, secretKey: {secure: "v1:abc"}}
+  gpu-node-pools:models:
+    - {name: llama3-8b, pool: a100, source: "s3://models/llama3-8b", parametersB: 8, dtype: bfloat16, tensorParallel: 1,
+       maxModelLen: 8192, gpuMemoryUtilization: 0.9, minReplicas: 0, maxReplicas: 2, queueDepthTarget: 5}
+`, []string{
+			"warning: gpu-node-pools:storage.accessKey is in plain text in Pulumi.nokey.yaml: anyone who reads the file reads it; store it as a secret with pulumi config set --secret --path gpu-node-pools:storage.accessKey <value>",
+			"gpu-node-pools:serving.apiKey: not set and the random provider plugin is not installed; set it with pulumi config set --secret --path gpu-node-pools:serving.apiKey \"$(openssl rand -hex 24)\", or install the plugin: pulumi plugin install resource random 4.18.4",
+		}},
+	}
+	// a stack file copied from the dev stack, salt and secure values with it
+	dev, err := os.ReadFile(filepath.Join(n.dir, "Pulumi.dev.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests = append(tests, struct {
+		stack, extra string
+		want         []string
+	}{"copied", string(dev), []string{
+		"error: could not create secrets manager for new stack: incorrect passphrase",
+		"hint: Pulumi.copied.yaml holds an encryptionsalt (and secure values) made with another passphrase",
+	}})
+	for _, tc := range tests {
+		content := base + tc.extra
+		if tc.stack == "copied" {
+			content = tc.extra
+		}
+		if err := os.WriteFile(filepath.Join(n.dir, "Pulumi."+tc.stack+".yaml"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := n.sh("export PULUMI_CONFIG_PASSPHRASE='not the dev passphrase'\nmake -s preview STACK=" + tc.stack)
+		if err == nil {
+			t.Fatalf("%s: make preview succeeded:\n%s", tc.stack, out)
+		}
+		for _, w := range tc.want {
+			if c := strings.Count(out, w); c != 1 {
+				t.Errorf("%s: %q appears %d times in:\n%s", tc.stack, w, c, out)
+			}
+		}
+		for _, noise := range []string{"unhandled error", "Previewing update", "program failed"} {
+			if strings.Contains(out, noise) {
+				t.Errorf("%s: the engine ran or wrapped the error (%q):\n%s", tc.stack, noise, out)
+			}
+		}
+		if strings.Contains(n.stacks(), `"`+tc.stack+`"`) {
+			t.Errorf("%s: the invalid stack was created", tc.stack)
+		}
+	}
+}
