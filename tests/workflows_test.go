@@ -6,13 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natron/gpu-node-pools/stacks/precheck"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
 )
 
 // The workflows that preview and apply AKS stacks can reach an Entra ID
 // cluster unattended: they sign in to Azure and install kubelogin, which
 // the converted kubeconfig runs (aks.login), and they install the one
-// azure-native plugin every Azure resource of a stack is pinned to.
+// azure-native plugin every Azure resource of a stack is pinned to, and
+// the random plugin for a generated API key; both check the stack first.
 func TestWorkflowsReachEntraClusters(t *testing.T) {
 	t.Parallel()
 	for _, wf := range []string{"preview.yml", "up.yml"} {
@@ -25,6 +27,8 @@ func TestWorkflowsReachEntraClusters(t *testing.T) {
 			"uses: azure/login@v2",
 			"uses: azure/use-kubelogin@v1",
 			"pulumi plugin install resource azure-native " + aks.AzureNativeVersion,
+			"pulumi plugin install resource random " + precheck.RandomVersion,
+			"go run ./cmd/stackctl check -stack",
 		} {
 			if !strings.Contains(s, want) {
 				t.Errorf("%s lacks %q", wf, want)

@@ -115,6 +115,9 @@ func checkStack(args []string, dir string, stdout, stderr io.Writer) error {
 	if err := r.Err(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "stack %s: config valid, %d pools\n", *stack, len(r.Plan.Pools))
+	fmt.Fprintf(stdout, "stack %s: config valid\n", *stack)
+	for _, l := range precheck.Summary(r.Plan) {
+		fmt.Fprintln(stdout, "  "+l)
+	}
 	return nil
 }

@@ -137,3 +137,34 @@ func plaintextSecrets(f *stackfile.File) []string {
 	}
 	return out
 }
+
+// Summary is what a stack deploys, in a few lines for a console or a pull
+// request: pools, charts with their versions, models, batch jobs.
+func Summary(p *plan.Plan) []string {
+	var out []string
+	for _, pool := range p.Pools {
+		f := pool.Facts
+		out = append(out, fmt.Sprintf("pool %s: %s, %d × %s per node, %d-%d nodes", f.Name, f.SKU, f.GPUResourcesPerNode, f.GPUResource, f.MinNodes, f.MaxNodes))
+	}
+	charts := p.Platform.Installed()
+	if p.Serving != nil {
+		charts = append(charts, p.Serving.Charts()...)
+	}
+	var names []string
+	for _, c := range charts {
+		names = append(names, c.Name+" "+c.Version)
+	}
+	if len(names) > 0 {
+		out = append(out, "charts: "+strings.Join(names, ", "))
+	}
+	if p.Serving == nil {
+		return out
+	}
+	for _, e := range p.Serving.Engines {
+		out = append(out, fmt.Sprintf("model %s on %s: tensor parallel %d, %d-%d replicas", e.Name, e.Pool.Name, e.TensorParallel, e.MinReplicas, e.MaxReplicas))
+	}
+	for _, j := range p.Serving.Jobs {
+		out = append(out, fmt.Sprintf("batch job %s on %s: %d GPUs, %q", j.Name, j.Pool.Name, j.GPUs, j.Schedule))
+	}
+	return out
+}

@@ -1,6 +1,8 @@
 package precheck_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,6 +57,38 @@ func TestPlugins(t *testing.T) {
 			if !strings.HasPrefix(got[i], tt.want[i]) {
 				t.Errorf("%s: %q, want prefix %q", tt.name, got[i], tt.want[i])
 			}
+		}
+	}
+}
+
+// The random plugin named in the messages is the SDK's version in go.mod
+// (the engine asks for exactly that one).
+func TestRandomVersionIsTheSDKs(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "github.com/pulumi/pulumi-random/sdk/v4 v" + precheck.RandomVersion + "\n"
+	if !strings.Contains(string(b), want) {
+		t.Errorf("go.mod does not require %q: RandomVersion is stale", strings.TrimSpace(want))
+	}
+}
+
+// The summary names what a reviewer weighs: every pool with its shape and
+// bounds, every chart at its version, every model and batch job.
+func TestSummary(t *testing.T) {
+	t.Parallel()
+	got := strings.Join(precheck.Summary(load(t, "prod", nil)), "\n")
+	for _, want := range []string{
+		"pool a100: Standard_NC24ads_A100_v4, 1 × nvidia.com/gpu per node, 0-4 nodes",
+		"pool nd96: Standard_ND96amsr_A100_v4",
+		"charts: nvidia-device-plugin 0.20.0, dcgm-exporter 4.8.2, vllm-stack 0.1.12, keda 2.20.2, keda-add-ons-http 0.15.0",
+		"model llama3-70b on h100x8: tensor parallel 4, 1-4 replicas",
+		`batch job embed-nightly on a100: 1 GPUs, "0 2 * * *"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
 	}
 }
