@@ -14,6 +14,23 @@ import (
 	"github.com/natron/gpu-node-pools/stacks/config"
 )
 
+// BenchmarkMakePreview is the everyday loop: a warm `make preview` of the
+// dev stack (the check, then its render in one engine run with the
+// program installed once per change), in a copy of the project after one
+// untimed run.
+func BenchmarkMakePreview(b *testing.B) {
+	n := newNewcomer(b)
+	if out, err := n.sh("make -s preview"); err != nil {
+		b.Fatalf("make preview: %v\n%s", err, out)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if out, err := n.sh("make -s preview"); err != nil {
+			b.Fatalf("make preview: %v\n%s", err, out)
+		}
+	}
+}
+
 // BenchmarkProdStack is one evaluation of the prod stack under mocks.
 func BenchmarkProdStack(b *testing.B) {
 	cfg, secrets, err := pulumitest.StackConfig("prod")

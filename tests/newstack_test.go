@@ -15,12 +15,12 @@ import (
 // engineer does from a checkout: make, with the shared assets beside it, the
 // pinned toolchain warm in the per-user cache, nothing on PATH of ours.
 type newcomer struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 	env []string
 }
 
-func newNewcomer(t *testing.T) *newcomer {
+func newNewcomer(t testing.TB) *newcomer {
 	pulumitest.PulumiRoot(t) // the toolchain is built (skips, or fails in CI, without it)
 	var env []string
 	for _, kv := range os.Environ() {
