@@ -36,35 +36,11 @@ if ! out=$(pulumi stack select --create --secrets-provider passphrase --non-inte
 fi
 
 render=$(pulumi config get gpu-node-pools:renderDir --stack "$STACK" 2>/dev/null || true)
-if [ -z "$render" ] || [ -n "${DIFF:-}" ]; then
+if [ -z "$render" ]; then
 	# The property diff (thousands of lines of CRD schemas) only on
 	# request: DIFF=1. Otherwise one line per resource and the summary.
 	pulumi preview --stack "$STACK" --non-interactive --suppress-outputs ${DIFF:+--diff}
-fi
-if [ -n "$render" ]; then
-	case "$render" in /*) ;; *) render="$PWD/$render" ;; esac
-	# The render provider writes only what changed: when the directory is
-	# gone, forget the last render so that up writes every object again.
-	if [ ! -d "$render" ] && [ "$(pulumi stack --stack "$STACK" 2>/dev/null | grep -c 'resources')" -gt 0 ]; then
-		pulumi destroy --stack "$STACK" --non-interactive --yes --skip-preview >/dev/null
-	fi
-	# A render changes nothing outside the directory: one engine run, which
-	# prints each resource it wrote (one line each) and the summary; the
-	# whole log only on failure.
-	log="$(mktemp)"
-	if ! pulumi up --stack "$STACK" --non-interactive --yes --skip-preview --suppress-outputs >"$log" 2>&1; then
-		cat "$log" >&2
-		exit 1
-	fi
-	grep -E '^ [-+~]+ .* (created|updated|deleted|replaced) \(' "$log" | sed -E 's/ \([0-9.]+s\).*//' || true
-	sed -n '/^Resources:/,/^Duration/p' "$log"
-	rm -f "$log"
-	echo
-	echo "Rendered manifests of stack $STACK (apply or sync with a GitOps tool):"
-	echo "  $render/workload    objects for the workload cluster"
-	echo "  $render/management  Cluster API objects for the management cluster"
-	secrets=$(pulumi stack output externalSecrets --stack "$STACK" 2>/dev/null || true)
-	if [ -n "$secrets" ]; then
-		echo "Secrets are not written to files; create these with your secret manager: $secrets"
-	fi
+else
+	# A stack that renders: the complete tree, in one engine run.
+	.ci/render.sh "$STACK" "$render"
 fi

@@ -228,3 +228,45 @@ func TestPreviewStopsEarly(t *testing.T) {
 		}
 	}
 }
+
+// Every render writes the complete tree of the current config, whatever an
+// earlier render left or the state says: a file deleted from the render
+// directory comes back, a file no object owns goes, and the change is
+// listed against the last render.
+func TestRenderWritesTheWholeTree(t *testing.T) {
+	t.Parallel()
+	n := newNewcomer(t)
+	if out, err := n.sh("make -s preview"); err != nil {
+		t.Fatalf("make preview: %v\n%s", err, out)
+	}
+	manifests, err := filepath.Glob(filepath.Join(n.dir, "rendered", "management", "*", "*machinedeployment*"))
+	if err != nil || len(manifests) != 3 {
+		t.Fatalf("rendered MachineDeployments %v (%v), want the dev stack's 3", manifests, err)
+	}
+	gone := manifests[0]
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(n.dir, "rendered", "workload", "stray.yaml")
+	if err := os.WriteFile(stray, []byte("kind: ConfigMap\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := n.sh("make -s preview")
+	if err != nil {
+		t.Fatalf("make preview again: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(gone); err != nil {
+		t.Errorf("the deleted %s was not written again: %v\n%s", filepath.Base(gone), err, out)
+	}
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Errorf("a file no object owns survived the render: %v", err)
+	}
+	for _, want := range []string{"Changed since the last render:", filepath.Base(gone), "stray.yaml"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the render does not list %q:\n%s", want, out)
+		}
+	}
+	if out, err := n.sh("make -s preview"); err != nil || !strings.Contains(out, "unchanged since the last render") {
+		t.Errorf("a third render of the same config: %v\n%s", err, out)
+	}
+}
