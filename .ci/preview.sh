@@ -41,6 +41,7 @@ if [ -z "$render" ]; then
 	# request: DIFF=1. Otherwise one line per resource and the summary.
 	pulumi preview --stack "$STACK" --non-interactive --suppress-outputs ${DIFF:+--diff}
 else
-	# A stack that renders: the complete tree, in one engine run.
-	.ci/render.sh "$STACK" "$render"
+	# A stack that renders: the complete tree of the current config, in one
+	# engine run (automation.Render, also what tooling calls).
+	.pulumi-state/bin/stackctl render -stack "$STACK"
 fi

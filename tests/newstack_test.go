@@ -51,7 +51,7 @@ func (n *newcomer) stacks() string {
 	return out
 }
 
-var resourceLine = regexp.MustCompile(`(?m)^ \+  \S+ \S+ create`)
+var resourceLine = regexp.MustCompile(`(?m)^ \+  \S+ \S+ (create|written)`)
 
 // readmeBlocks are the sh code blocks of a README section, comments and
 // blank lines dropped.

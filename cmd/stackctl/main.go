@@ -3,9 +3,11 @@
 //
 //	stackctl new -name acme -target natron -cluster acme ...   # writes Pulumi.acme.yaml
 //	stackctl check -stack acme                                  # config, secrets, plugins
+//	stackctl render -stack acme                                 # the complete render tree
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +15,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
+
+	"github.com/natron/gpu-node-pools/stacks/automation"
 	"github.com/natron/gpu-node-pools/stacks/precheck"
 	"github.com/natron/gpu-node-pools/stacks/scaffold"
 	"github.com/natron/gpu-node-pools/stacks/stackfile"
@@ -31,8 +36,10 @@ func run(args []string, dir string, stdout, stderr io.Writer) int {
 		err = newStack(args[1:], dir, stdout)
 	case "check":
 		err = checkStack(args[1:], dir, stdout, stderr)
+	case "render":
+		err = renderStack(args[1:], dir, stdout)
 	default:
-		err = fmt.Errorf("unknown command %q: new or check", args[0])
+		err = fmt.Errorf("unknown command %q: new, check or render", args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -118,6 +125,61 @@ func checkStack(args []string, dir string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "stack %s: config valid\n", *stack)
 	for _, l := range precheck.Summary(r.Plan) {
 		fmt.Fprintln(stdout, "  "+l)
+	}
+	return nil
+}
+
+// renderStack renders a stack with renderDir (automation.Render: the
+// complete tree of its current config, whatever the state), printing one
+// line per object written and what changed since the last render. The
+// stack exists in the backend of the environment (make preview selects or
+// creates it), which decrypts its secure values.
+func renderStack(args []string, dir string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	stack := fs.String("stack", "", "stack name")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	written := 0
+	e := automation.Engine{SecretsProvider: "passphrase", OnEvent: func(_ string, ev events.EngineEvent) {
+		// objects, not the providers, components and charts around them
+		if o := ev.ResOutputsEvent; o != nil && strings.HasPrefix(o.Metadata.Type, "kubernetes:") && o.Metadata.Type != "kubernetes:helm.sh/v4:Chart" {
+			urn := o.Metadata.URN
+			fmt.Fprintf(stdout, " +  %s %s written\n", o.Metadata.Type, urn[strings.LastIndex(urn, "::")+2:])
+			written++
+		}
+	}}
+	cfg, err := automation.LoadStack(ctx, dir, *stack, e)
+	if err != nil {
+		return err
+	}
+	r, err := automation.Render(ctx, *stack, cfg, e)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Objects: %d written\n\n", written)
+	switch {
+	case r.First:
+		fmt.Fprintf(stdout, "Rendered manifests of stack %s (apply or sync with a GitOps tool):\n", *stack)
+	case len(r.Added)+len(r.Removed)+len(r.Changed) == 0:
+		fmt.Fprintf(stdout, "Rendered manifests of stack %s, unchanged since the last render:\n", *stack)
+	default:
+		fmt.Fprintln(stdout, "Changed since the last render:")
+		for _, c := range []struct {
+			what  string
+			files []string
+		}{{"added", r.Added}, {"removed", r.Removed}, {"changed", r.Changed}} {
+			for _, f := range c.files {
+				fmt.Fprintf(stdout, "  %s %s\n", c.what, f)
+			}
+		}
+		fmt.Fprintf(stdout, "Rendered manifests of stack %s (apply or sync with a GitOps tool):\n", *stack)
+	}
+	fmt.Fprintf(stdout, "  %s/workload    objects for the workload cluster\n", r.Dir)
+	fmt.Fprintf(stdout, "  %s/management  Cluster API objects for the management cluster\n", r.Dir)
+	if list, ok := r.ExternalSecrets.([]any); ok && len(list) > 0 {
+		fmt.Fprintf(stdout, "Secrets are not written to files; create these with your secret manager: %v\n", list)
 	}
 	return nil
 }

@@ -1,0 +1,137 @@
+package automation
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/natron/gpu-node-pools/stacks/config"
+)
+
+// Rendered is what one render wrote.
+type Rendered struct {
+	// Dir is the render directory (absolute).
+	Dir string
+	// Added, Removed and Changed are the files that differ from the last
+	// render, relative to Dir; all empty when nothing changed (or there
+	// was no last render: First).
+	Added, Removed, Changed []string
+	First                   bool
+	// ExternalSecrets are the Secrets to create with the cluster's secret
+	// manager (never written to the files).
+	ExternalSecrets any
+}
+
+// Render writes the complete tree of a rendering stack's current config,
+// whatever any earlier render or state says: the engine runs against a
+// throwaway backend (a kept state would write only what it thinks changed,
+// and nothing once the directory was deleted), into a fresh directory that
+// replaces the last render only when the render succeeded. No file of a
+// removed pool or model survives; a failed render leaves the last one. A
+// relative renderDir is relative to the working directory. The stack's own
+// state is not touched: e's backend is not used.
+func Render(ctx context.Context, name string, cfg *config.Config, e Engine) (*Rendered, error) {
+	if cfg == nil || cfg.RenderDir == "" {
+		return nil, fmt.Errorf("stack %s: render needs renderDir", name)
+	}
+	dir, err := filepath.Abs(cfg.RenderDir)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "gpu-node-pools-render-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	c := *cfg
+	c.RenderDir = dir
+	e.BackendURL, e.WorkDir = "file://"+filepath.Join(tmp, "backend"), filepath.Join(tmp, "work")
+	if err := os.MkdirAll(filepath.Join(tmp, "backend"), 0o700); err != nil {
+		return nil, err
+	}
+	s, err := OpenStack(ctx, name, &c, e)
+	if err != nil {
+		return nil, err
+	}
+
+	// The last render waits beside the new one (same file system: a
+	// rename), to be compared, then removed or, on failure, put back.
+	previous := dir + ".previous"
+	if err := os.RemoveAll(previous); err != nil {
+		return nil, err
+	}
+	had := true
+	if err := os.Rename(dir, previous); errors.Is(err, fs.ErrNotExist) {
+		had = false
+	} else if err != nil {
+		return nil, fmt.Errorf("stack %s: render: %w", name, err)
+	}
+	outputs, _, err := s.Up(ctx)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		if had {
+			_ = os.Rename(previous, dir)
+		}
+		return nil, fmt.Errorf("%w (the last render is left in %s)", err, dir)
+	}
+	r := &Rendered{Dir: dir, First: !had}
+	if out, ok := outputs["externalSecrets"]; ok {
+		r.ExternalSecrets = out.Value
+	}
+	if had {
+		if r.Added, r.Removed, r.Changed, err = compareTrees(previous, dir); err != nil {
+			return nil, err
+		}
+		if err := os.RemoveAll(previous); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// compareTrees lists the files only in b (added), only in a (removed) and
+// in both with other content (changed).
+func compareTrees(a, b string) (added, removed, changed []string, err error) {
+	read := func(root string) (map[string][]byte, error) {
+		files := map[string][]byte{}
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			files[rel], err = os.ReadFile(p)
+			return err
+		})
+		return files, err
+	}
+	old, err := read(a)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cur, err := read(b)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for f, content := range cur {
+		switch prev, ok := old[f]; {
+		case !ok:
+			added = append(added, f)
+		case !bytes.Equal(prev, content):
+			changed = append(changed, f)
+		}
+	}
+	for f := range old {
+		if _, ok := cur[f]; !ok {
+			removed = append(removed, f)
+		}
+	}
+	sort.Strings(added)
+	sort.Strings(removed)
+	sort.Strings(changed)
+	return added, removed, changed, nil
+}
