@@ -280,5 +280,17 @@ func (s *Server) ApplyCRDs(t testing.TB, paths ...string) {
 	for _, p := range paths {
 		s.Kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", p)
 	}
-	s.Kubectl(t, "wait", "--for", "condition=Established", "crd", "--all", "--timeout", "120s")
+	// kubectl wait fails at once ("accessor error") on a CRD that has no
+	// status conditions yet, as a large one just applied may not: retry.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, err := exec.Command(s.kubectl, "--kubeconfig", s.Kubeconfig, "wait", "--for", "condition=Established", "crd", "--all", "--timeout", "60s").CombinedOutput()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CRDs not established in 2 minutes: %v\n%s", err, out)
+		}
+		time.Sleep(time.Second)
+	}
 }
