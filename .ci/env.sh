@@ -4,6 +4,9 @@
 # the checkout, no plugin downloads, and the shared chart archives when there
 # are some. `eval "$(make -s env)"` gives a shell the same, for pulumi
 # commands outside make (pulumi stack init, pulumi config set --secret).
+# With --github, a workflow step gets the same: the PATH entry goes to
+# $GITHUB_PATH, the settings to $GITHUB_ENV (the backend URL stays the
+# workflow's own secret).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(.ci/toolchain/install.sh | tail -n 1)
@@ -18,6 +21,15 @@ k8s=$(sed -n 's#^[[:space:]]*github.com/pulumi/pulumi-kubernetes/sdk/v4 v\([0-9.
 plugin="$home/plugins/resource-kubernetes-v$k8s"
 if [ ! -e "$plugin/pulumi-resource-kubernetes" ]; then
 	mkdir -p "$plugin" && ln -sf "$bin/pulumi-resource-kubernetes" "$plugin/pulumi-resource-kubernetes" && touch "$plugin.lock"
+fi
+if [ "${1:-}" = --github ]; then
+	echo "$state/bin" >>"$GITHUB_PATH"
+	{
+		echo "PULUMI_HOME=$home"
+		echo "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true"
+		echo "PULUMI_SKIP_UPDATE_CHECK=true"
+	} >>"$GITHUB_ENV"
+	exit 0
 fi
 echo "export PATH=\"$state/bin:\$PATH\""
 echo "export PULUMI_BACKEND_URL=\"${PULUMI_BACKEND_URL:-file://$state/backend}\""

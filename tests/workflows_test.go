@@ -29,6 +29,7 @@ func TestWorkflowsReachEntraClusters(t *testing.T) {
 			"pulumi plugin install resource azure-native " + aks.AzureNativeVersion,
 			"pulumi plugin install resource random " + precheck.RandomVersion,
 			"go run ./cmd/stackctl check -stack",
+			"run: .ci/env.sh --github",
 		} {
 			if !strings.Contains(s, want) {
 				t.Errorf("%s lacks %q", wf, want)
