@@ -2,6 +2,7 @@ package serving
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 )
 
@@ -73,6 +74,11 @@ func fromNamespace(namespace string) map[string]any {
 	return map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": namespace}}}
 }
 
+func withPods(peer, labels map[string]any) map[string]any {
+	peer["podSelector"] = map[string]any{"matchLabels": labels}
+	return peer
+}
+
 func tcp(port int) map[string]any { return map[string]any{"protocol": "TCP", "port": port} }
 
 // DefaultDeny selects every pod of a namespace for both directions with
@@ -93,10 +99,7 @@ func AllowDNS(ns string) map[string]any {
 		"podSelector": map[string]any{},
 		"policyTypes": []any{"Egress"},
 		"egress": []any{map[string]any{
-			"to": []any{map[string]any{
-				"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": DNS.Namespace}},
-				"podSelector":       map[string]any{"matchLabels": DNS.Labels},
-			}},
+			"to":    []any{withPods(fromNamespace(DNS.Namespace), DNS.Labels)},
 			"ports": []any{map[string]any{"protocol": "UDP", "port": 53}, tcp(53)},
 		}},
 	})
@@ -139,15 +142,19 @@ var downloadPods = map[string]any{ComponentLabel: DownloadComponent}
 // hence the DNS rule), else by the configured address ranges.
 func DownloadEgress(ns string, o Options, st Storage) map[string]any {
 	eps := st.Endpoints()
+	var ports []int // each once, in the endpoints' order
+	for _, e := range eps {
+		if !slices.Contains(ports, e.Port) {
+			ports = append(ports, e.Port)
+		}
+	}
 	if o.NetworkPolicy == Cilium {
-		var fqdns, ports []any
-		seen := map[int]bool{}
+		var fqdns, toPorts []any
 		for _, e := range eps {
 			fqdns = append(fqdns, map[string]any{"matchName": e.Host})
-			if !seen[e.Port] {
-				seen[e.Port] = true
-				ports = append(ports, map[string]any{"port": strconv.Itoa(e.Port), "protocol": "TCP"})
-			}
+		}
+		for _, p := range ports {
+			toPorts = append(toPorts, map[string]any{"port": strconv.Itoa(p), "protocol": "TCP"})
 		}
 		return map[string]any{
 			"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy",
@@ -164,26 +171,22 @@ func DownloadEgress(ns string, o Options, st Storage) map[string]any {
 							"rules": map[string]any{"dns": []any{map[string]any{"matchPattern": "*"}}},
 						}},
 					},
-					map[string]any{"toFQDNs": fqdns, "toPorts": []any{map[string]any{"ports": ports}}},
+					map[string]any{"toFQDNs": fqdns, "toPorts": []any{map[string]any{"ports": toPorts}}},
 				},
 			},
 		}
 	}
-	var to, ports []any
+	var to, tcpPorts []any
 	for _, c := range o.DownloadCIDRs {
 		to = append(to, map[string]any{"ipBlock": map[string]any{"cidr": c}})
 	}
-	seen := map[int]bool{}
-	for _, e := range eps {
-		if !seen[e.Port] {
-			seen[e.Port] = true
-			ports = append(ports, tcp(e.Port))
-		}
+	for _, p := range ports {
+		tcpPorts = append(tcpPorts, tcp(p))
 	}
 	return netpol(ns, DownloadComponent, map[string]any{
 		"podSelector": map[string]any{"matchLabels": downloadPods},
 		"policyTypes": []any{"Egress"},
-		"egress":      []any{map[string]any{"to": to, "ports": ports}},
+		"egress":      []any{map[string]any{"to": to, "ports": tcpPorts}},
 	})
 }
 

@@ -5,6 +5,7 @@ package scaffold
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"fmt"
 	"regexp"
@@ -64,21 +65,14 @@ var tmpl = template.Must(template.New("stack").Parse(stackTemplate))
 // File is the new stack file's text.
 func File(o Options) (string, error) {
 	if o.Target == "natron" {
-		o.Site = cmpOr(o.Site, "natron-cloud") // the site's validation is the target's
-		o.Namespace = cmpOr(o.Namespace, "capi-"+o.Cluster)
+		o.Site = cmp.Or(o.Site, "natron-cloud") // the site's validation is the target's
+		o.Namespace = cmp.Or(o.Namespace, "capi-"+o.Cluster)
 	}
 	var b bytes.Buffer
 	if err := tmpl.Execute(&b, o); err != nil {
 		return "", err
 	}
 	return b.String(), nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // Secrets are the secret keys the new stack needs before it previews.
