@@ -17,10 +17,12 @@ eval "$(.ci/env.sh)"
 export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-gpu-node-pools-dev}"
 if [ -n "${GPU_NODE_POOLS_CHART_DIR:-}" ]; then echo "charts from $GPU_NODE_POOLS_CHART_DIR"; fi
 
-# The program and the checker, installed once per change (go install
-# relinks nothing when nothing changed; .ci/program.sh runs the same
-# binary for the engine). A first build names each package it compiles.
-GOBIN="$PWD/.pulumi-state/bin" go install -v . ./cmd/stackctl 2>&1 |
+# The checker, installed once per change (go install relinks nothing when
+# nothing changed). It builds every package of the program, so a first
+# build names each one here; the program itself is installed by
+# .ci/program.sh when the engine runs it (a rendering stack runs inline in
+# stackctl and needs no program binary).
+GOBIN="$PWD/.pulumi-state/bin" go install -v ./cmd/stackctl 2>&1 |
 	awk 'NR == 1 { print "compiling the program (a first build takes a few minutes):" } { print "  " $0; fflush() }'
 
 # Config, secrets and plugins, checked before the stack is selected or
