@@ -11,21 +11,28 @@ import (
 	"github.com/natron/gpu-node-pools/stacks/config"
 )
 
+// readmeSection is the text of one "## " section of the README.
+func readmeSection(t *testing.T, section string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, text, ok := strings.Cut(string(b), "\n## "+section+"\n")
+	if !ok {
+		t.Fatalf("README has no section %q", section)
+	}
+	text, _, _ = strings.Cut(text, "\n## ")
+	return text
+}
+
 // The README's config reference documents every key the config types
 // have (config.KeyPaths, from the types the program decodes into): a key
 // added without its row fails here. Each segment of a key's path must be
 // in the reference, inside a code span.
 func TestConfigReferenceIsComplete(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, ref, ok := strings.Cut(string(b), "\n## Config reference\n")
-	if !ok {
-		t.Fatal("README has no config reference")
-	}
-	ref, _, _ = strings.Cut(ref, "\n## ")
+	ref := readmeSection(t, "Config reference")
 	spans := map[string]bool{}
 	word := regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*`)
 	for _, span := range regexp.MustCompile("`[^`]+`").FindAllString(ref, -1) {

@@ -57,17 +57,8 @@ var resourceLine = regexp.MustCompile(`(?m)^ \+  \S+ \S+ (create|written)`)
 // blank lines dropped.
 func readmeBlocks(t *testing.T, section string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, text, ok := strings.Cut(string(b), "\n## "+section+"\n")
-	if !ok {
-		t.Fatalf("README has no section %q", section)
-	}
-	text, _, _ = strings.Cut(text, "\n## ")
 	var blocks []string
-	for _, chunk := range strings.Split(text, "```sh\n")[1:] {
+	for _, chunk := range strings.Split(readmeSection(t, section), "```sh\n")[1:] {
 		code, _, _ := strings.Cut(chunk, "```")
 		var lines []string
 		for _, l := range strings.Split(code, "\n") {

@@ -65,7 +65,7 @@ func (s *simulated) checkPodSecurity(t *testing.T, p *plan.Plan) {
 	// The engine's own pod template, stripped of its security contexts,
 	// is refused: the labels are live.
 	var engine map[string]any
-	for _, o := range workloadsOf(t, p) {
+	for _, o := range s.workloads {
 		if o["kind"] == "Deployment" {
 			engine = o
 		}

@@ -230,6 +230,9 @@ type simulated struct {
 	nodes  []string
 	gpuDS  map[string]bool // the GPU stack's DaemonSets by name
 	pods   []placement
+	// workloads are the stack's own objects it was given (workloadsOf),
+	// namespaces aside.
+	workloads []map[string]any
 }
 
 // simulate starts a cluster with a node per pool (nodesPerPool more where
@@ -261,17 +264,17 @@ func simulate(t *testing.T, p *plan.Plan, extra []map[string]any, want int, zero
 		s.gpuDS[d["metadata"].(map[string]any)["name"].(string)] = true
 	}
 	platformObjs := platformWorkloads(t, p)
-	var namespaces, workloads []map[string]any
+	var namespaces []map[string]any
 	for _, o := range workloadsOf(t, p) { // the program's namespaces first: KEDA's may be one
 		if o["kind"] == "Namespace" {
 			namespaces = append(namespaces, o)
 		} else {
-			workloads = append(workloads, o)
+			s.workloads = append(s.workloads, o)
 		}
 	}
 	s.srv.Create(t, namespaces...)
 	s.srv.Create(t, append(append(other, gpu...), platformObjs...)...)
-	s.srv.Create(t, workloads...)
+	s.srv.Create(t, s.workloads...)
 	if len(extra) > 0 {
 		s.srv.Create(t, extra...)
 	}
