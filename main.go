@@ -1,12 +1,9 @@
 // Command gpu-node-pools is the Pulumi program; everything is in stacks.Program.
 package main
 
-import (
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
-
-	"github.com/natron/gpu-node-pools/stacks"
-)
+import "github.com/natron/gpu-node-pools/stacks"
 
 func main() {
-	pulumi.Run(stacks.Program)
+	// pulumi.Run, logging a program error as the program's own message
+	stacks.Run(stacks.Program)
 }

@@ -220,6 +220,51 @@ func TestPreviewStopsEarly(t *testing.T) {
 	}
 }
 
+// A stack that exists already and whose config went bad, previewed with
+// plain pulumi outside make (the engine runs the program itself): the
+// program's own message, once, naming every key, without the SDK's
+// "an unhandled error occurred: program failed" and multierror wrapping.
+func TestRawPreviewPrintsTheProgramsMessage(t *testing.T) {
+	t.Parallel()
+	n := newNewcomer(t)
+	stack := `config:
+  gpu-node-pools:target: natron
+  gpu-node-pools:renderDir: rendered
+  gpu-node-pools:natron:
+    site: natron-cloud
+    clusterName: acme
+    namespace: capi-acme
+    kubernetesVersion: v1.33.4
+    image: {url: "https://images.example/u.qcow2", checksum: "https://images.example/u.qcow2.sha256sum"}
+  gpu-node-pools:pools:
+    - {name: a100, sku: a100-80gb-x8, minNodes: 3, maxNodes: 2}
+`
+	if err := os.WriteFile(filepath.Join(n.dir, "Pulumi.drifted.yaml"), []byte(stack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := n.sh(`eval "$(make -s env)"
+export PULUMI_CONFIG_PASSPHRASE=drifted
+pulumi stack init drifted --secrets-provider passphrase --non-interactive >/dev/null
+pulumi preview --stack drifted --non-interactive`)
+	if err == nil {
+		t.Fatalf("pulumi preview of an invalid stack succeeded:\n%s", out)
+	}
+	// the progress lines echo the first line; the report holds it once
+	_, diagnostics, _ := strings.Cut(out, "Diagnostics:")
+	for _, w := range []string{
+		"error: invalid stack config (1 problem):\n      gpu-node-pools:pools[0].maxNodes: must be >= minNodes (3), got 2\n",
+	} {
+		if c := strings.Count(diagnostics, w); c != 1 {
+			t.Errorf("%q appears %d times in the diagnostics of:\n%s", w, c, out)
+		}
+	}
+	for _, noise := range []string{"unhandled error", "program failed", "error occurred:"} {
+		if strings.Contains(out, noise) {
+			t.Errorf("the error is wrapped (%q):\n%s", noise, out)
+		}
+	}
+}
+
 // Every render writes the complete tree of the current config, whatever an
 // earlier render left or the state says: a file deleted from the render
 // directory comes back, a file no object owns goes, and the change is
