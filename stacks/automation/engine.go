@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
@@ -54,18 +55,36 @@ func (e Engine) env() (map[string]string, []auto.LocalWorkspaceOption, error) {
 	for k, v := range e.Env {
 		env[k] = v
 	}
-	var opts []auto.LocalWorkspaceOption
 	if e.PulumiRoot != "" {
-		bin := filepath.Join(e.PulumiRoot, "bin")
 		// Plugins are found on PATH (as ambient plugins), not beside the CLI.
-		env["PATH"] = bin + string(os.PathListSeparator) + os.Getenv("PATH")
-		cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: e.PulumiRoot})
-		if err != nil {
-			return nil, nil, fmt.Errorf("pulumi CLI in %s: %w", bin, err)
-		}
-		opts = append(opts, auto.Pulumi(cmd))
+		env["PATH"] = filepath.Join(e.PulumiRoot, "bin") + string(os.PathListSeparator) + os.Getenv("PATH")
 	}
-	return env, append(opts, auto.EnvVars(env)), nil
+	cmd, err := pulumiCommand(e.PulumiRoot)
+	if err != nil {
+		return nil, nil, err
+	}
+	return env, []auto.LocalWorkspaceOption{auto.Pulumi(cmd), auto.EnvVars(env)}, nil
+}
+
+// commands holds one checked CLI per toolchain root ("": the one on PATH):
+// each workspace would otherwise run and parse `pulumi version` again, a
+// quarter second per stack of a fleet and twice per render.
+var commands sync.Map // root -> auto.PulumiCommand
+
+func pulumiCommand(root string) (auto.PulumiCommand, error) {
+	if cmd, ok := commands.Load(root); ok {
+		return cmd.(auto.PulumiCommand), nil
+	}
+	cmd, err := auto.NewPulumiCommand(&auto.PulumiCommandOptions{Root: root})
+	if err != nil {
+		where := "on PATH"
+		if root != "" {
+			where = "in " + filepath.Join(root, "bin")
+		}
+		return nil, fmt.Errorf("pulumi CLI %s: %w", where, err)
+	}
+	commands.Store(root, cmd)
+	return cmd, nil
 }
 
 // workspaceOptions are an inline stack's workspace: its own work directory

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/stacks/config"
 )
 
@@ -54,7 +56,15 @@ func Render(ctx context.Context, name string, cfg *config.Config, e Engine) (*Re
 	if err := os.MkdirAll(filepath.Join(tmp, "backend"), 0o700); err != nil {
 		return nil, err
 	}
-	s, err := OpenStack(ctx, name, &c, e)
+	// The state is thrown away: only the final checkpoint, not one per
+	// step (each a rewrite of the whole state, CRD schemas and all), which
+	// took 2.2 s of a 5.6 s render of the dev stack.
+	e.Env = maps.Clone(e.Env)
+	if e.Env == nil {
+		e.Env = map[string]string{}
+	}
+	e.Env["PULUMI_SKIP_CHECKPOINTS"] = "true"
+	s, err := openStack(ctx, name, &c, stacks.Program, e, true)
 	if err != nil {
 		return nil, err
 	}

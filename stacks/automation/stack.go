@@ -36,7 +36,7 @@ type Stack struct {
 // OpenStack validates cfg and then creates or selects the stack and writes
 // its config. An invalid config fails here, before the engine starts.
 func OpenStack(ctx context.Context, name string, cfg *config.Config, e Engine) (*Stack, error) {
-	return openStack(ctx, name, cfg, stacks.Program, e)
+	return openStack(ctx, name, cfg, stacks.Program, e, false)
 }
 
 // OpenWorkloadStack is OpenStack for stacks.WorkloadProgram: the stack's
@@ -48,10 +48,13 @@ func OpenWorkloadStack(ctx context.Context, name string, cfg *config.Config, kub
 	if kubeconfig == "" {
 		return nil, fmt.Errorf("stack %s: a workload stack needs the cluster's kubeconfig", name)
 	}
-	return openStack(ctx, name, cfg, stacks.WorkloadProgram(kubeconfig), e)
+	return openStack(ctx, name, cfg, stacks.WorkloadProgram(kubeconfig), e, false)
 }
 
-func openStack(ctx context.Context, name string, cfg *config.Config, program pulumi.RunFunc, e Engine) (*Stack, error) {
+// openStack validates cfg, then selects or creates the stack and replaces
+// its config; fresh (an empty backend of our own) creates it directly,
+// with no select to fail first and no old config to read.
+func openStack(ctx context.Context, name string, cfg *config.Config, program pulumi.RunFunc, e Engine, fresh bool) (*Stack, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("stack %s: config is required", name)
 	}
@@ -69,11 +72,17 @@ func openStack(ctx context.Context, name string, cfg *config.Config, program pul
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: %w", name, err)
 	}
-	s, err := auto.UpsertStackInlineSource(ctx, name, config.Namespace, program, opts...)
+	open, write := auto.UpsertStackInlineSource, replaceConfig
+	if fresh {
+		open, write = auto.NewStackInlineSource, func(ctx context.Context, s auto.Stack, cm auto.ConfigMap) error {
+			return s.SetAllConfig(ctx, cm)
+		}
+	}
+	s, err := open(ctx, name, config.Namespace, program, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: select or create: %w", name, err)
 	}
-	if err := replaceConfig(ctx, s, cm); err != nil {
+	if err := write(ctx, s, cm); err != nil {
 		return nil, fmt.Errorf("stack %s: config: %w", name, err)
 	}
 	return &Stack{name: name, engine: e, stack: s, renderOnly: cfg.RenderDir != ""}, nil
