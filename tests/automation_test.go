@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,6 +119,19 @@ func TestAutomationStackLifecycle(t *testing.T) {
 	}
 	if _, err := s.Destroy(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// Opened again without its batch jobs: the key leaves the stack's
+	// config, the others stay.
+	cfg.BatchJobs = nil
+	if _, err := automation.OpenStack(ctx, "acme", cfg, e); err != nil {
+		t.Fatal(err)
+	}
+	file, err := os.ReadFile(filepath.Join(e.WorkDir, "acme", "Pulumi.acme.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(file), "gpu-node-pools:batchJobs") || !strings.Contains(string(file), "gpu-node-pools:models") {
+		t.Errorf("the stack's config after batchJobs was dropped:\n%s", file)
 	}
 
 	canceled, stop := context.WithCancel(ctx)

@@ -24,14 +24,27 @@ func ConfigMap(cfg *config.Config) (auto.ConfigMap, error) {
 }
 
 // replaceConfig makes the stack's config exactly cm: keys of the project
-// namespace that cm no longer has are removed.
+// namespace that cm no longer has are removed. The keys are read from the
+// workspace's stack file, which the CLI keeps the config in: no CLI run,
+// and no secret decrypted just to learn a key.
 func replaceConfig(ctx context.Context, s auto.Stack, cm auto.ConfigMap) error {
-	current, err := s.GetAllConfig(ctx)
-	if err != nil {
-		return err
+	var keys []string
+	if settings, err := s.Workspace().StackSettings(ctx, s.Name()); err == nil {
+		for k := range settings.Config {
+			keys = append(keys, k.String())
+		}
+	} else {
+		// no stack file of ours (a workspace we did not write): the CLI's view
+		current, err := s.GetAllConfig(ctx)
+		if err != nil {
+			return err
+		}
+		for k := range current {
+			keys = append(keys, k)
+		}
 	}
 	var stale []string
-	for k := range current {
+	for _, k := range keys {
 		if _, keep := cm[k]; !keep && strings.HasPrefix(k, config.Namespace+":") {
 			stale = append(stale, k)
 		}

@@ -48,6 +48,10 @@ func (e Engine) env() (map[string]string, []auto.LocalWorkspaceOption, error) {
 		// The toolchain ships the plugins; never try to download one.
 		"PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
 		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
+		// The CLI and its plugins live for one operation: collecting
+		// garbage a quarter as often took a fleet preview's CPU from 43 s
+		// to 36 s (BenchmarkFleetPreview), for about 90 MB more per process.
+		"GOGC": "400",
 	}
 	if e.BackendURL != "" {
 		env["PULUMI_BACKEND_URL"] = e.BackendURL
