@@ -73,7 +73,9 @@ func placements(t *testing.T, srv *kubeapi.Server) []placement {
 }
 
 // settle waits until every pod is either bound and running (or done) or
-// reported unschedulable by the scheduler, at least want pods exist, and
+// reported unschedulable by the scheduler for a reason that lasts (not an
+// unbound claim, which the volume controller binds), at least want pods
+// exist, and
 // the set of pods has not changed for three polls (the controllers have
 // made all they will).
 func settle(t *testing.T, srv *kubeapi.Server, want int) []placement {
@@ -90,7 +92,10 @@ func settle(t *testing.T, srv *kubeapi.Server, want int) []placement {
 		var names []string
 		for _, p := range pods {
 			names = append(names, p.Namespace+"/"+p.Name)
-			if !(p.Node != "" && (p.Phase == "Running" || p.Phase == "Succeeded")) && p.Unschedulable == "" {
+			// A claim the volume controller has not bound yet is no verdict:
+			// the scheduler tries the pod again once it is bound.
+			final := p.Unschedulable != "" && !strings.Contains(p.Unschedulable, "unbound immediate PersistentVolumeClaims")
+			if !(p.Node != "" && (p.Phase == "Running" || p.Phase == "Succeeded")) && !final {
 				done = false
 			}
 		}
