@@ -31,6 +31,11 @@ func Program(ctx *pulumi.Context) error {
 	if err != nil {
 		return err // nothing registered yet: a bad config changes nothing
 	}
+	for _, w := range p.Warnings {
+		if err := ctx.Log.Warn(w, nil); err != nil {
+			return err
+		}
+	}
 	// A missing plugin would otherwise surface as the engine's "no
 	// resource plugin" error after the whole diff, naming no config key.
 	if !ctx.RunningWithMocks() {
@@ -109,7 +114,8 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Plan, workload *kubernetes.Pro
 		}
 		endpoints := pulumi.Map{}
 		for name, ep := range ms.Endpoints {
-			endpoints[name] = plain.Map(map[string]any{"pool": ep.Pool, "internal": ep.Internal, "public": ep.Public})
+			endpoints[name] = plain.Map(map[string]any{"pool": ep.Pool, "internal": ep.Internal, "public": ep.Public,
+				"model": ep.Model, "sizing": ep.Sizing})
 		}
 		outputs["models"] = endpoints
 		outputs["apiKey"] = ms.APIKey // a secret

@@ -148,7 +148,7 @@ func TestValidationRules(t *testing.T) {
 			stacktest.Model(c)["name"] = "llama3-70b"
 			stacktest.Model(c)["parametersB"] = 70
 		},
-			`gpu-node-pools:models[0].tensorParallel: llama3-70b needs about 140 GB of weights plus 14 GB of KV cache, pool infer gives 80 GB per GPU × 1 × gpuMemoryUtilization 0.90 = 72 GB; use tensorParallel >= 4 or a larger pool, got 1`},
+			`gpu-node-pools:models[0].tensorParallel: llama3-70b at maxModelLen 8192 needs 137 GiB (130 GiB of weights, 2.5 GiB of KV cache, 4.3 GiB for the runtime); tensorParallel 1 on pool infer gives 1 × 79 GiB × gpuMemoryUtilization 0.90 = 71 GiB; tensorParallel 4 fits, got 1`},
 		{"tensorParallel not dividing the node", stacktest.ServingNatron, func(c map[string]any) { stacktest.Model(c)["tensorParallel"] = 3 }, `gpu-node-pools:models[0].tensorParallel: must divide the 8 GPUs of one infer node ([1 2 4 8])`},
 		{"replicas beyond the pool", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["maxReplicas"] = 5 }, `gpu-node-pools:models[0].maxReplicas: 5 replicas × tensorParallel 1 = 5 GPUs, pool a100 has at most 4 nodes × 1 GPUs = 4; lower maxReplicas to 4 or raise the pool's maxNodes, got 5`},
 		{"model on an unknown pool", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["pool"] = "gpu" }, `gpu-node-pools:models[0].pool: must name one of the pools (a100, h100spot), got "gpu"`},
@@ -177,8 +177,8 @@ func TestValidationRules(t *testing.T) {
 		{"model size twice", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["weightsGB"] = 16 }, `gpu-node-pools:models[0].weightsGB: set parametersB or weightsGB, not both`},
 		{"model source of the wrong store", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["source"] = "s3://models/x" }, `gpu-node-pools:models[0].source: must be a az://<bucket>/<path> URL of the azureBlob store`},
 		{"memory utilization too high", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["gpuMemoryUtilization"] = 1.0 }, `gpu-node-pools:models[0].gpuMemoryUtilization: must be above 0 and at most 0.98`},
-		{"replicas reversed", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["minReplicas"] = 3; stacktest.Model(c)["maxReplicas"] = 2 }, `gpu-node-pools:models[0].maxReplicas: must be >= 1 and >= minReplicas (3), got 2`},
-		{"queue depth target zero", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["queueDepthTarget"] = 0 }, `gpu-node-pools:models[0].queueDepthTarget: must be >= 1`},
+		{"replicas reversed", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["minReplicas"] = 3; stacktest.Model(c)["maxReplicas"] = 2 }, `gpu-node-pools:models[0].maxReplicas: must be >= 1 and >= minReplicas (3), or left out: what the pool holds, got 2`},
+		{"queue depth target negative", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["queueDepthTarget"] = -1 }, `gpu-node-pools:models[0].queueDepthTarget: must be >= 1`},
 		{"hostname invalid", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["hostname"] = "Llama!" }, `gpu-node-pools:models[0].hostname: must be a DNS name`},
 		{"model unknown key", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["tensorParalel"] = 2 }, `gpu-node-pools:models[0].tensorParalel: unknown key (did you mean tensorParallel?)`},
 		{"duplicate model", stacktest.ServingAKS, func(c map[string]any) {
@@ -405,7 +405,7 @@ func TestOneMistakeOneProblem(t *testing.T) {
 		{"pool bounds", func(c map[string]any) { delete(stacktest.Pool(c, 0), "maxNodes") }, `gpu-node-pools:pools[0].maxNodes: must be between 1 and 1000, got 0`},
 		{"pool of the wrong type", func(c map[string]any) { stacktest.Pool(c, 0)["minNodes"] = "none" }, `gpu-node-pools:pools[0].minNodes: must be a whole number, got a JSON string "none"`},
 		{"misspelled model key", func(c map[string]any) { stacktest.Model(c)["tensorParalel"] = 2 }, `gpu-node-pools:models[0].tensorParalel: unknown key (did you mean tensorParallel?)`},
-		{"bad tensor parallel", func(c map[string]any) { stacktest.Model(c)["tensorParallel"] = 0 }, `gpu-node-pools:models[0].tensorParallel: must be >= 1, got 0`},
+		{"bad tensor parallel", func(c map[string]any) { stacktest.Model(c)["tensorParallel"] = -2 }, `gpu-node-pools:models[0].tensorParallel: must be >= 1 (or left out: the smallest that fits), got -2`},
 		{"platform of the wrong type", func(c map[string]any) { c["platform"] = map[string]any{"gpuStack": 1} }, `gpu-node-pools:platform.gpuStack: must be a string, got a JSON number 1`},
 		{"unknown GPU stack under registries without NVIDIA's", func(c map[string]any) {
 			c["platform"] = map[string]any{"gpuStack": "cuda"}

@@ -35,18 +35,20 @@ type GPU struct {
 	// ComputeCapability is CUDA's major*10+minor (NVIDIA's CUDA GPUs list):
 	// which kernels, and so which quantization methods, the GPU runs.
 	ComputeCapability int
+	// Speed is the data sheet's bandwidth and throughput (gpus.go).
+	Speed
 }
 
 var (
-	a100PCIe80 = GPU{Model: "NVIDIA A100 80GB PCIe", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80}
-	a100SXM40  = GPU{Model: "NVIDIA A100 40GB SXM4", Label: "a100-40gb", MemoryGB: 40, MIG: true, ComputeCapability: 80}
-	a100SXM80  = GPU{Model: "NVIDIA A100 80GB SXM4", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80}
-	h100NVL    = GPU{Model: "NVIDIA H100 NVL", Label: "h100-94gb", MemoryGB: 94, MIG: true, ComputeCapability: 90}
-	h100SXM    = GPU{Model: "NVIDIA H100 80GB HBM3", Label: "h100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 90}
-	h200SXM    = GPU{Model: "NVIDIA H200 141GB HBM3e", Label: "h200-141gb", MemoryGB: 141, MIG: true, ComputeCapability: 90}
-	v100       = GPU{Model: "NVIDIA Tesla V100 16GB", Label: "v100-16gb", MemoryGB: 16, ComputeCapability: 70}
-	t4         = GPU{Model: "NVIDIA Tesla T4", Label: "t4-16gb", MemoryGB: 16, ComputeCapability: 75}
-	a10        = GPU{Model: "NVIDIA A10", Label: "a10-24gb", MemoryGB: 24, ComputeCapability: 86}
+	a100PCIe80 = GPU{Model: "NVIDIA A100 80GB PCIe", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80, Speed: a100PCIe80Speed}
+	a100SXM40  = GPU{Model: "NVIDIA A100 40GB SXM4", Label: "a100-40gb", MemoryGB: 40, MIG: true, ComputeCapability: 80, Speed: a100SXM40Speed}
+	a100SXM80  = GPU{Model: "NVIDIA A100 80GB SXM4", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80, Speed: a100SXM80Speed}
+	h100NVL    = GPU{Model: "NVIDIA H100 NVL", Label: "h100-94gb", MemoryGB: 94, MIG: true, ComputeCapability: 90, Speed: h100NVLSpeed}
+	h100SXM    = GPU{Model: "NVIDIA H100 80GB HBM3", Label: "h100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 90, Speed: h100SXMSpeed}
+	h200SXM    = GPU{Model: "NVIDIA H200 141GB HBM3e", Label: "h200-141gb", MemoryGB: 141, MIG: true, ComputeCapability: 90, Speed: h200SXMSpeed}
+	v100       = GPU{Model: "NVIDIA Tesla V100 16GB", Label: "v100-16gb", MemoryGB: 16, ComputeCapability: 70, Speed: v100PCIeSpeed}
+	t4         = GPU{Model: "NVIDIA Tesla T4", Label: "t4-16gb", MemoryGB: 16, ComputeCapability: 75, Speed: t4Speed}
+	a10        = GPU{Model: "NVIDIA A10", Label: "a10-24gb", MemoryGB: 24, ComputeCapability: 86, Speed: a10Speed}
 )
 
 // SKU is one node shape: an AKS VM size or a bare-metal hardware profile.
@@ -58,6 +60,9 @@ type SKU struct {
 	GPUs      int // GPUs per node
 	VCPUs     int
 	MemoryGiB int
+	// Link is how the node's GPUs reach each other (tensor parallelism's
+	// all-reduces cross it).
+	Link Link
 }
 
 // Section is one target's node shapes.
@@ -128,4 +133,13 @@ func (g GPU) Slice(p MIGProfile) (MIGSlice, bool) {
 	}
 	mem := int(math.Round(float64(g.MemoryGB*s.eighths) / 8))
 	return MIGSlice{Name: strconv.Itoa(s.slices) + "g." + strconv.Itoa(mem) + "gb", MemoryGB: mem, PerGPU: s.perGPU}, true
+}
+
+// SKUs lists the section's node shapes, by name.
+func (s Section) SKUs() []SKU {
+	out := make([]SKU, 0, len(s.byName))
+	for _, n := range s.Names() {
+		out = append(out, s.byName[n])
+	}
+	return out
 }

@@ -1,17 +1,21 @@
 // Package serving is model serving on the GPU pools. This part is the fit
-// check: whether a model's weights, a KV-cache reserve and its replicas fit
-// the pool it is meant for, with advice on what to change when they do not.
+// check: whether a model's weights, vLLM's runtime, the KV cache of its
+// maxModelLen (memory.go) and its replicas fit the pool it is meant for,
+// with advice on what to change when they do not.
 package serving
 
 import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/check"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/models"
 )
 
 // Model is what the fit check needs to know about a model.
@@ -26,6 +30,35 @@ type Model struct {
 	TensorParallel       int
 	GPUMemoryUtilization float64
 	MaxReplicas          int
+	// MaxModelLen is vLLM's --max-model-len; Concurrency the sequences of
+	// that length one replica must hold at once (0 or 1: one).
+	MaxModelLen int
+	Concurrency int
+	// Shape sizes the KV cache: the catalog's or the config's; zero, the
+	// nearest catalog model's by parameter count stands in (KVShape).
+	Shape models.Shape
+}
+
+// SizeB is the model's size in billions of parameters, from its weights
+// where only those are given.
+func (m Model) SizeB() float64 {
+	if m.ParametersB > 0 {
+		return m.ParametersB
+	}
+	return m.WeightsGB / m.BytesPerParameter()
+}
+
+// Estimated reports whether the KV cache is sized from a stand-in shape.
+func (m Model) Estimated() bool { return m.Shape.IsZero() }
+
+// KVShape is the model whose shape sizes the KV cache: m itself, or the
+// catalog model nearest its size (the documented estimate for a model
+// given by parametersB or weightsGB only).
+func (m Model) KVShape() models.Model {
+	if !m.Estimated() {
+		return models.Model{Name: m.Name, Shape: m.Shape}
+	}
+	return models.Known.Nearest(m.SizeB())
 }
 
 // Weights is the size in GB of the model's weights: parameters × the
@@ -50,53 +83,117 @@ func Sharing(pool gpupool.Pool) string {
 	return ""
 }
 
-// KVReserveGB is the GPU memory kept free for the KV cache beyond the
-// weights: 10% of the weights, at least 2 GB, so a model that barely loads
-// is not accepted (it would serve one short request at a time).
-func (m Model) KVReserveGB() float64 { return math.Max(2, 0.1*m.Weights()) }
+// TensorParallels are the tensor-parallel sizes model m can run with on
+// one node of pool: divisors of the node's GPUs that the model's heads
+// divide by, only 1 where GPUs are shared.
+func TensorParallels(m Model, pool gpupool.Pool) []int {
+	if Sharing(pool) != "" {
+		return []int{1}
+	}
+	var out []int
+	for _, d := range divisorsOf(pool.GPUResourcesPerNode) {
+		if m.Shape.TensorParallelProblem(d) == "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
 
 // Fit checks a model (at key path p) against its pool's facts: each
-// problem names the key to change (tensorParallel or maxReplicas) and what
-// to change it to. Nothing when the model fits.
-func Fit(p *field.Path, m Model, pool gpupool.Pool) field.ErrorList {
+// problem names the key to change and what would fit, on this pool or,
+// from others (the target's node shapes), on another. Nothing when the
+// model fits.
+func Fit(p *field.Path, m Model, pool gpupool.Pool, others ...catalog.SKU) field.ErrorList {
 	var out field.ErrorList
-	perNode := pool.GPUResourcesPerNode
-	mem := float64(pool.MemoryPerGPUResourceGB)
-	util := m.GPUMemoryUtilization
 	tp := m.TensorParallel
-	need := m.Weights() + m.KVReserveGB()
-	divisors := divisorsOf(perNode)
-
 	if msg := quantizationMisfit(m.Quantization, pool.GPUModel, pool.ComputeCapability); msg != "" {
 		out = append(out, check.Invalid(p.Child("quantization"), m.Quantization, "%s", msg))
 	}
-	if sharing := Sharing(pool); tp > 1 && sharing != "" {
+	divisors := divisorsOf(pool.GPUResourcesPerNode)
+	switch sharing := Sharing(pool); {
+	case tp > 1 && sharing != "":
 		// tensor parallelism needs tp distinct GPUs in one process group
-		out = append(out, check.Invalid(p.Child("tensorParallel"), tp,
+		return append(out, check.Invalid(p.Child("tensorParallel"), tp,
 			"must be 1 on pool %s, where each GPU resource is %s; use a pool of whole GPUs to shard a model", pool.Name, sharing))
-	} else if !slices.Contains(divisors, tp) {
-		out = append(out, check.Invalid(p.Child("tensorParallel"), tp,
-			"must divide the %d GPUs of one %s node (%v): a model's shards run on one node", perNode, pool.Name, divisors))
-	} else if need > mem*float64(tp)*util {
-		advice := "use a pool with more GPU memory"
-		if minTP := int(math.Ceil(need / (mem * util))); minTP <= perNode {
-			for _, d := range divisors {
-				if d >= minTP {
-					advice = fmt.Sprintf("use tensorParallel >= %d or a larger pool", d)
-					break
-				}
-			}
-		}
-		out = append(out, check.Invalid(p.Child("tensorParallel"), tp,
-			"%s needs about %.0f GB of weights plus %.0f GB of KV cache, pool %s gives %.0f GB per GPU × %d × gpuMemoryUtilization %.2f = %.0f GB; %s",
-			m.Name, m.Weights(), m.KVReserveGB(), pool.Name, mem, tp, util, mem*float64(tp)*util, advice))
+	case !slices.Contains(divisors, tp):
+		return append(out, check.Invalid(p.Child("tensorParallel"), tp,
+			"must divide the %d GPUs of one %s node (%v): a model's shards run on one node", pool.GPUResourcesPerNode, pool.Name, divisors))
 	}
-	if gpus, have := m.MaxReplicas*tp, pool.MaxNodes*perNode; gpus > have {
+	if why := m.Shape.TensorParallelProblem(tp); why != "" {
+		return append(out, check.Invalid(p.Child("tensorParallel"), tp, "vLLM refuses it: %s; use one of %v", why, TensorParallels(m, pool)))
+	}
+	mem := Sizing(m, pool, tp)
+	switch {
+	case mem.KVTokens() < mem.NeededTokens:
+		out = append(out, memoryMisfit(p, m, pool, mem, others))
+	case mem.HeadroomGiB() < CUDAGraphGiB:
+		out = append(out, check.Invalid(p.Child("gpuMemoryUtilization"), m.GPUMemoryUtilization,
+			"leaves %.2f GiB of each GPU above vLLM's budget, and its CUDA graphs take about %.1f GiB there; lower it to %.2f or less",
+			mem.HeadroomGiB(), CUDAGraphGiB, math.Floor((1-CUDAGraphGiB/mem.TotalGiB)*100)/100))
+	}
+	if gpus, have := m.MaxReplicas*tp, pool.MaxNodes*pool.GPUResourcesPerNode; gpus > have {
 		out = append(out, check.Invalid(p.Child("maxReplicas"), m.MaxReplicas,
 			"%d replicas × tensorParallel %d = %d GPUs, pool %s has at most %d nodes × %d GPUs = %d; lower maxReplicas to %d or raise the pool's maxNodes",
-			m.MaxReplicas, tp, gpus, pool.Name, pool.MaxNodes, perNode, have, max(have/max(tp, 1), 0)))
+			m.MaxReplicas, tp, gpus, pool.Name, pool.MaxNodes, pool.GPUResourcesPerNode, have, max(have/max(tp, 1), 0)))
 	}
 	return out
+}
+
+// memoryMisfit says by how much a model does not fit at its tensor
+// parallelism, and what would: a larger tensorParallel on this pool, a
+// shorter maxModelLen, or a node shape of the target that holds it.
+func memoryMisfit(p *field.Path, m Model, pool gpupool.Pool, mem Memory, others []catalog.SKU) *field.Error {
+	tp := mem.TensorParallel
+	g := float64(tp)
+	need := fmt.Sprintf("%s at maxModelLen %d", m.Name, m.MaxModelLen)
+	if c := max(m.Concurrency, 1); c > 1 {
+		need += fmt.Sprintf(" × concurrency %d", c)
+	}
+	need += fmt.Sprintf(" needs %.0f GiB (%.0f GiB of weights, %.1f GiB of KV cache, %.1f GiB for the runtime); tensorParallel %d on pool %s gives %d × %.0f GiB × gpuMemoryUtilization %.2f = %.0f GiB",
+		g*mem.NeedGiB(), g*mem.WeightsGiB, g*mem.NeededKVGiB(), g*mem.ReserveGiB(), tp, pool.Name, tp, mem.TotalGiB, mem.Utilization, g*mem.BudgetGiB())
+	for _, t := range TensorParallels(m, pool) {
+		if t > tp && fitsAt(m, pool, t) {
+			return check.Invalid(p.Child("tensorParallel"), tp, "%s; tensorParallel %d fits", need, t)
+		}
+	}
+	var advice []string
+	valid := TensorParallels(m, pool)
+	if best := Sizing(m, pool, valid[len(valid)-1]); best.KVTokens() >= BlockTokens && m.MaxModelLen > 0 {
+		fit := best.KVTokens() / max(m.Concurrency, 1)
+		advice = append(advice, fmt.Sprintf("maxModelLen %d or less at tensorParallel %d", fit, best.TensorParallel))
+	}
+	if sku, t, ok := elsewhere(m, others); ok {
+		advice = append(advice, fmt.Sprintf("tensorParallel %d on %s fits", t, sku))
+	}
+	if len(advice) == 0 {
+		advice = append(advice, "no node shape of this target holds it: quantize it or serve a smaller model")
+	}
+	key := "tensorParallel"
+	if mem.KVGiB() > 0 {
+		key = "maxModelLen" // the weights fit: the context does not
+	}
+	return check.Invalid(p.Child(key), map[string]int{"tensorParallel": tp, "maxModelLen": m.MaxModelLen}[key], "%s; %s", need, strings.Join(advice, ", or "))
+}
+
+func fitsAt(m Model, pool gpupool.Pool, tp int) bool { return Sizing(m, pool, tp).Fits() }
+
+// elsewhere is the node shape among others that holds the model with the
+// least GPU memory in use, and its tensor parallelism.
+func elsewhere(m Model, others []catalog.SKU) (string, int, bool) {
+	best, bestTP, bestMem := "", 0, math.Inf(1)
+	for _, s := range others {
+		if quantizationMisfit(m.Quantization, s.GPU.Model, s.GPU.ComputeCapability) != "" {
+			continue
+		}
+		pool := gpupool.Pool{Name: s.Name, GPUModel: s.GPU.Model, ComputeCapability: s.GPU.ComputeCapability,
+			GPUsPerNode: s.GPUs, GPUMemoryGB: s.GPU.MemoryGB, GPUResourcesPerNode: s.GPUs, MemoryPerGPUResourceGB: s.GPU.MemoryGB}
+		for _, t := range TensorParallels(m, pool) {
+			if used := float64(t * s.GPU.MemoryGB); fitsAt(m, pool, t) && used < bestMem {
+				best, bestTP, bestMem = s.Name, t, used
+			}
+		}
+	}
+	return best, bestTP, best != ""
 }
 
 func divisorsOf(n int) []int {

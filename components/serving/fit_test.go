@@ -9,6 +9,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/models"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
 
@@ -44,47 +45,79 @@ func TestWeights(t *testing.T) {
 	}
 }
 
+// known is a catalog model as the fit check sees it, served in bfloat16
+// at 8192 tokens with gpuMemoryUtilization 0.9 and one replica.
+func known(t *testing.T, name string, tp int) Model {
+	t.Helper()
+	k, ok := models.Known.Lookup(name)
+	if !ok {
+		t.Fatalf("no catalog model %s", name)
+	}
+	return Model{Name: name, ParametersB: k.ParametersB, Dtype: "bfloat16", TensorParallel: tp, GPUMemoryUtilization: 0.9,
+		MaxReplicas: 1, MaxModelLen: 8192, Shape: k.Shape}
+}
+
+func with(m Model, f func(*Model)) Model { f(&m); return m }
+
+// The fit check's verdicts and advice. The cases of the check it replaced
+// (a KV reserve of 10 % of the weights) are kept, with the exact figures.
 func TestFit(t *testing.T) {
 	t.Parallel()
 	h100x8 := func(maxNodes int) gpupool.Pool { return pool(t, catalog.Natron, "h100-80gb-x8", maxNodes, "") }
 	a100x1 := pool(t, catalog.AKS, "Standard_NC24ads_A100_v4", 4, "")
+	nvl2 := pool(t, catalog.AKS, "Standard_NC80adis_H100_v5", 2, "")
+	azure := catalog.Azure.SKUs()
 	tests := []struct {
-		name  string
-		m     Model
-		pool  gpupool.Pool
-		field string
-		want  string // "" = fits
+		name   string
+		m      Model
+		pool   gpupool.Pool
+		others []catalog.SKU
+		field  string
+		want   string // "" = fits
 	}{
-		{"8B on one A100", Model{Name: "llama3-8b", ParametersB: 8, Dtype: "bfloat16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 4}, a100x1, "", ""},
-		{"70B on one GPU", Model{Name: "llama3-70b", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, h100x8(2), "tensorParallel",
-			"llama3-70b needs about 140 GB of weights plus 14 GB of KV cache, pool infer gives 80 GB per GPU × 1 × gpuMemoryUtilization 0.90 = 72 GB; use tensorParallel >= 4 or a larger pool, got 1"},
-		{"70B across 4 H100", Model{Name: "llama3-70b", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 4, GPUMemoryUtilization: 0.9, MaxReplicas: 4}, h100x8(2), "", ""},
-		{"70B too big for a one-GPU size", Model{Name: "llama3-70b", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, a100x1, "tensorParallel",
-			"use a pool with more GPU memory, got 1"},
-		{"tensor parallel not a divisor", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 3, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, h100x8(1), "tensorParallel",
+		{"8B on one A100", known(t, "llama-3.1-8b", 1), a100x1, nil, "", ""},
+		{"70B on one GPU", known(t, "llama-3.1-70b", 1), h100x8(2), nil, "tensorParallel",
+			"llama-3.1-70b at maxModelLen 8192 needs 138 GiB (132 GiB of weights, 2.5 GiB of KV cache, 4.3 GiB for the runtime); tensorParallel 1 on pool infer gives 1 × 79 GiB × gpuMemoryUtilization 0.90 = 71 GiB; tensorParallel 4 fits, got 1"},
+		{"70B across 2 H100: the runtime tips it over", known(t, "llama-3.1-70b", 2), h100x8(2), nil, "tensorParallel",
+			"needs 146 GiB (132 GiB of weights, 2.5 GiB of KV cache, 12.2 GiB for the runtime); tensorParallel 2 on pool infer gives 2 × 79 GiB × gpuMemoryUtilization 0.90 = 143 GiB; tensorParallel 4 fits"},
+		{"70B across 4 H100", known(t, "llama-3.1-70b", 4), h100x8(2), nil, "", ""},
+		{"70B too big for a one-GPU size: another size is named", known(t, "llama-3.1-70b", 1), a100x1, azure, "tensorParallel",
+			"tensorParallel 2 on Standard_NC80adis_H100_v5 fits, got 1"},
+		{"70B at its native 128k context: the KV cache does not fit two H100 NVL", with(known(t, "llama-3.1-70b", 2), func(m *Model) { m.MaxModelLen = 131072 }), nvl2, azure, "maxModelLen",
+			"needs 184 GiB (132 GiB of weights, 40.0 GiB of KV cache, 12.2 GiB for the runtime); tensorParallel 2 on pool infer gives 2 × 93 GiB × gpuMemoryUtilization 0.90 = 168 GiB; maxModelLen 78944 or less at tensorParallel 2, or tensorParallel 2 on Standard_ND96isr_H200_v5 fits, got 131072"},
+		{"8B: 8 concurrent sequences of 128k", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.MaxModelLen, m.Concurrency = 131072, 8 }), a100x1, nil, "maxModelLen",
+			"at maxModelLen 131072 × concurrency 8 needs 146 GiB"},
+		{"tensor parallel not a divisor", with(known(t, "llama-3.1-8b", 3), func(*Model) {}), h100x8(1), nil, "tensorParallel",
 			"must divide the 8 GPUs of one infer node ([1 2 4 8]): a model's shards run on one node, got 3"},
-		{"too many replicas", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 2, GPUMemoryUtilization: 0.9, MaxReplicas: 9}, h100x8(2), "maxReplicas",
+		{"tensor parallel the heads do not divide", known(t, "qwen2.5-7b", 8), h100x8(1), nil, "tensorParallel",
+			"vLLM refuses it: the model's 28 attention heads do not divide by 8; use one of [1 2 4], got 8"},
+		{"too many replicas", with(known(t, "mistral-7b", 2), func(m *Model) { m.MaxReplicas = 9 }), h100x8(2), nil, "maxReplicas",
 			"9 replicas × tensorParallel 2 = 18 GPUs, pool infer has at most 2 nodes × 8 GPUs = 16; lower maxReplicas to 8 or raise the pool's maxNodes, got 9"},
-		{"fp8 on Hopper", Model{Name: "m", ParametersB: 70, Dtype: "auto", Quantization: "fp8", TensorParallel: 2, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, h100x8(1), "", ""},
-		{"fp8 sizes the weights: 70B fits one H100 node's 2 GPUs only quantized", Model{Name: "m", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 2, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, h100x8(1), "tensorParallel",
-			"needs about 140 GB"},
-		{"fp8 needs FP8 compute: not on an A100", Model{Name: "m", ParametersB: 8, Dtype: "auto", Quantization: "fp8", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1}, a100x1, "quantization",
+		{"fp8 on Hopper", with(known(t, "llama-3.1-70b", 2), func(m *Model) { m.Dtype, m.Quantization = "auto", "fp8" }), h100x8(1), nil, "", ""},
+		{"fp8 sizes the weights: 70B fits one H100 node's 2 GPUs only quantized", known(t, "llama-3.1-70b", 2), h100x8(1), nil, "tensorParallel",
+			"132 GiB of weights"},
+		{"fp8 needs FP8 compute: not on an A100", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "fp8" }), a100x1, nil, "quantization",
 			"fp8 needs compute capability 8.9 or newer, the pool's NVIDIA A100 80GB PCIe has 8.0; vLLM would fall back"},
-		{"awq on a T4", Model{Name: "m", ParametersB: 8, Dtype: "auto", Quantization: "awq", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1},
-			pool(t, catalog.AKS, "Standard_NC4as_T4_v3", 1, ""), "", ""},
-		{"awq not on a V100", Model{Name: "m", ParametersB: 8, Dtype: "auto", Quantization: "awq", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1},
-			pool(t, catalog.AKS, "Standard_NC6s_v3", 1, ""), "quantization", "awq needs compute capability 7.5 or newer"},
-		{"no tensor parallelism over MIG slices", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 2, GPUMemoryUtilization: 0.9, MaxReplicas: 1},
-			pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG3g"), "tensorParallel", "must be 1 on pool infer, where each GPU resource is a MIG slice (3g.40gb): a CUDA process sees one MIG device"},
-		{"no tensor parallelism over time-sliced shares", Model{Name: "m", ParametersB: 1, Dtype: "float16", TensorParallel: 2, GPUMemoryUtilization: 0.9, MaxReplicas: 1},
-			timeSliced(t, 4), "tensorParallel", "a time-sliced share (4 per GPU): two shares may be the same physical GPU"},
-		{"MIG slice memory counts", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1},
-			pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), "tensorParallel", "pool infer gives 10 GB per GPU"},
+		{"awq on a T4", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "awq" }),
+			pool(t, catalog.AKS, "Standard_NC4as_T4_v3", 1, ""), nil, "", ""},
+		{"awq not on a V100", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "awq" }),
+			pool(t, catalog.AKS, "Standard_NC6s_v3", 1, ""), nil, "quantization", "awq needs compute capability 7.5 or newer"},
+		{"no tensor parallelism over MIG slices", known(t, "mistral-7b", 2),
+			pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG3g"), nil, "tensorParallel", "must be 1 on pool infer, where each GPU resource is a MIG slice (3g.40gb): a CUDA process sees one MIG device"},
+		{"no tensor parallelism over time-sliced shares", known(t, "llama-3.2-1b", 2),
+			timeSliced(t, 4), nil, "tensorParallel", "a time-sliced share (4 per GPU): two shares may be the same physical GPU"},
+		{"MIG slice memory counts", known(t, "mistral-7b", 1),
+			pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "tensorParallel", "tensorParallel 1 on pool infer gives 1 × 9 GiB × gpuMemoryUtilization 0.90 = 8 GiB"},
+		{"a 1B model on a MIG 1g slice", known(t, "llama-3.2-1b", 1), pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "", ""},
+		{"no room for CUDA graphs above the budget", with(known(t, "llama-3.2-1b", 1), func(m *Model) { m.GPUMemoryUtilization = 0.98 }),
+			pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "gpuMemoryUtilization", "leaves 0.18 GiB of each GPU above vLLM's budget"},
+		{"a model given by size only: the nearest catalog shape", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1, MaxModelLen: 65536},
+			pool(t, catalog.AKS, "Standard_NV36ads_A10_v5", 1, ""), nil, "maxModelLen", "8.0 GiB of KV cache"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := Fit(field.NewPath("model"), tc.m, tc.pool)
+			got := Fit(field.NewPath("model"), tc.m, tc.pool, tc.others...)
 			if tc.want == "" {
 				if len(got) != 0 {
 					t.Fatalf("should fit, got %+v", got)

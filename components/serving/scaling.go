@@ -116,9 +116,10 @@ func WithoutReplicas(props pulumi.Map) (pulumi.Map, bool) {
 }
 
 // QueueDepthQuery is the scale-out query: requests waiting across a
-// model's replicas (vLLM labels its metrics with the served model path).
+// model's replicas (vLLM labels its metrics with the served model name,
+// --served-model-name: the model's config name).
 func QueueDepthQuery(model string) string {
-	return fmt.Sprintf(`sum(vllm:num_requests_waiting{model_name=%q})`, WeightsPath+"/"+model)
+	return fmt.Sprintf(`sum(vllm:num_requests_waiting{model_name=%q})`, model)
 }
 
 // WakeHosts are the Host headers the interceptor routes to a model: its

@@ -110,7 +110,7 @@ func TestScaleFromZero(t *testing.T) {
 	pool := pooltest.Resolved(t, catalog.BareMetal, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
 	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
 	m := serving.ModelSpec{Name: "llama3-8b", Pool: "infer", Source: "s3://m/l", ParametersB: 8, Dtype: "bfloat16", TensorParallel: 1,
-		MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: 0, MaxReplicas: 6, QueueDepthTarget: 5}
+		MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(0), MaxReplicas: 6, QueueDepthTarget: 5}
 	e := serving.NewEngine(m, pool, o, nil, "nvidia")
 	keda := serving.ScaledObject("models", e)
 	route := serving.RouteName(m.Name)
@@ -132,12 +132,15 @@ func TestScaleFromZero(t *testing.T) {
 		t.Errorf("another route's requests woke %s: %d replicas", m.Name, got)
 	}
 
+	// vLLM labels its metrics with the served model name, the model's
+	// config name (--served-model-name; labelnames model_name from
+	// model_config.served_model_name, vllm/v1/metrics/loggers.py at v0.11.0).
 	// Awake, two replicas with 23 requests waiting in all: queue depth
 	// (target 5 per replica) asks for 5; the interceptor's 40 in flight
 	// would ask for 1.
-	busy := fmt.Sprintf(`vllm:num_requests_waiting{model_name="/models/%[1]s",pod="a"} 0+1x10
-vllm:num_requests_waiting{model_name="/models/%[1]s",pod="b"} 13x20
-vllm:num_requests_waiting{model_name="/models/other",pod="c"} 100x20`, m.Name)
+	busy := fmt.Sprintf(`vllm:num_requests_waiting{model_name="%[1]s",pod="a"} 0+1x10
+vllm:num_requests_waiting{model_name="%[1]s",pod="b"} 13x20
+vllm:num_requests_waiting{model_name="other",pod="c"} 100x20`, m.Name)
 	v := queueDepth(t, m.Name, busy)
 	if len(v) != 1 || v[0].F != 23 {
 		t.Fatalf("queue depth %v, want 23 waiting for %s", v, m.Name)
@@ -146,7 +149,7 @@ vllm:num_requests_waiting{model_name="/models/other",pod="c"} 100x20`, m.Name)
 		t.Errorf("23 waiting on 2 replicas: KEDA scales to %d, want 5", got)
 	}
 	// Bounded by maxReplicas.
-	flood := fmt.Sprintf(`vllm:num_requests_waiting{model_name="/models/%s",pod="a"} 500x20`, m.Name)
+	flood := fmt.Sprintf(`vllm:num_requests_waiting{model_name="%s",pod="a"} 500x20`, m.Name)
 	if got := kedaScale(t, keda, queueDepth(t, m.Name, flood), map[string]int{route: 900}, 2); got != 6 {
 		t.Errorf("a flood scales to %d, want maxReplicas 6", got)
 	}
@@ -160,7 +163,7 @@ func TestWakeRouteHoldsTheFirstRequest(t *testing.T) {
 	t.Parallel()
 	pool := pooltest.Resolved(t, catalog.BareMetal, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
 	m := serving.ModelSpec{Name: "llama3-70b", Pool: "infer", Source: "s3://m/l", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 2,
-		MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: 0, MaxReplicas: 2, QueueDepthTarget: 5, Hostname: "llama.acme.example"}
+		MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(0), MaxReplicas: 2, QueueDepthTarget: 5, Hostname: "llama.acme.example"}
 	e := serving.NewEngine(m, pool, serving.Options{}.Defaults("cephfs", serving.Cilium), nil, "nvidia")
 	route := serving.InterceptorRoute("models", e)
 	readiness, err := time.ParseDuration(get(route, "spec", "timeouts", "readiness").(string))

@@ -26,7 +26,7 @@ var vllmWrites = []string{"~/.cache/vllm/torch_compile_cache", "~/.config/vllm",
 func TestEngineRunsRestrictedAndWritesOnlyToScratch(t *testing.T) {
 	t.Parallel()
 	m := serving.ModelSpec{Name: "llama3-8b", Pool: "infer", Source: "s3://models/llama3-8b", ParametersB: 8, Dtype: "bfloat16",
-		TensorParallel: 2, MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: 1, MaxReplicas: 2, QueueDepthTarget: 5}
+		TensorParallel: 2, MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(1), MaxReplicas: 2, QueueDepthTarget: 5}
 	pool := pooltest.Resolved(t, catalog.BareMetal, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
 	e := serving.NewEngine(m, pool, serving.Options{}.Defaults("cephfs", serving.Cilium), nil, "nvidia")
 	var pod map[string]any

@@ -2,6 +2,7 @@ package serving
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
@@ -117,18 +118,42 @@ type ModelServing struct {
 	ExternalSecrets []string
 }
 
-// ModelEndpoint is where a model answers.
+// ModelEndpoint is where a model answers, the id clients ask for, and
+// how it is served.
 type ModelEndpoint struct {
 	Pool     string `json:"pool"`
 	Internal string `json:"internal"`
 	Public   string `json:"public,omitempty"`
+	// Model is the id of the OpenAI API's "model" field (the served name).
+	Model string `json:"model"`
+	// Sizing are the values the model runs with, defaults included.
+	Sizing map[string]any `json:"sizing"`
+}
+
+// Sizing is what the stack outputs about how a model is served: the
+// values decided, defaults included, and the KV cache they leave.
+func (e Engine) Sizing() map[string]any {
+	mem := Sizing(e.Model, e.Pool, e.TensorParallel)
+	out := map[string]any{
+		"tensorParallel": e.TensorParallel, "maxModelLen": e.MaxModelLen, "gpuMemoryUtilization": e.GPUMemoryUtilization,
+		"minReplicas": e.MinReplicas, "maxReplicas": e.MaxReplicas, "queueDepthTarget": e.QueueDepthTarget,
+		"dtype": e.Dtype, "kvCacheTokens": mem.KVTokens(),
+		"maxConcurrency": math.Floor(mem.MaxConcurrency(e.MaxModelLen)*100) / 100,
+	}
+	if e.Quantization != "" {
+		out["quantization"] = e.Quantization
+	}
+	if e.Estimated() {
+		out["kvCacheEstimated"] = true
+	}
+	return out
 }
 
 // NewEngine is how the program serves a validated model on its pool with
 // defaulted options: the values every release and ScaledObject come from.
 func NewEngine(m ModelSpec, pool gpupool.Pool, o Options, serviceMonitorLabels map[string]string, runtimeClass string) Engine {
 	return Engine{
-		Model: m.Model(), Source: m.Source, Hostname: m.Hostname, Pool: pool, MaxModelLen: m.MaxModelLen, MinReplicas: m.MinReplicas,
+		Model: m.Model(), Source: m.Source, Hostname: m.Hostname, Pool: pool, MaxModelLen: m.MaxModelLen, MinReplicas: m.Replicas(),
 		QueueDepthTarget: m.QueueDepthTarget, Image: o.Image,
 		APIKeySecret: APIKeySecret, WeightsClaim: WeightsClaim(m.Name), BandwidthMBps: o.BandwidthMBps,
 		PrometheusAddress: o.PrometheusAddress, ServiceMonitorLabels: serviceMonitorLabels,
@@ -322,7 +347,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		if _, err := plain.Object(ctx, name+"-"+m.Name+"-netpol", NetworkPolicy(ns, m, o), inNS...); err != nil {
 			return fail("network policy "+m.Name, err)
 		}
-		ep := ModelEndpoint{Pool: m.Pool.Name, Internal: Endpoint(ns, m)}
+		ep := ModelEndpoint{Pool: m.Pool.Name, Internal: Endpoint(ns, m), Model: m.Name, Sizing: m.Sizing()}
 		if m.Hostname != "" {
 			ing := Ingress(ns, m, o)
 			if plan.SkipAwait {

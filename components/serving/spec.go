@@ -4,35 +4,60 @@ import (
 	"cmp"
 
 	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/models"
 	"github.com/natron/gpu-node-pools/components/secret"
 )
 
 // ModelSpec is one model as written in config (gpu-node-pools:models[i]).
+// Only name, pool and source are required when model names a catalog
+// entry: WithDefaults decides the rest.
 type ModelSpec struct {
-	Name        string  `json:"name"`
-	Pool        string  `json:"pool"`
-	Source      string  `json:"source"`
-	ParametersB float64 `json:"parametersB,omitempty"`
-	WeightsGB   float64 `json:"weightsGB,omitempty"`
+	Name   string `json:"name"`
+	Pool   string `json:"pool"`
+	Source string `json:"source"`
+	// CatalogModel names a catalog model (models.Known): its size, shape and
+	// native context. Without it, parametersB or weightsGB give the size
+	// and shape the KV cache.
+	CatalogModel string        `json:"model,omitempty"`
+	ParametersB  float64       `json:"parametersB,omitempty"`
+	WeightsGB    float64       `json:"weightsGB,omitempty"`
+	Shape        *models.Shape `json:"shape,omitempty"`
 	// Dtype is vLLM's --dtype (Dtypes); Quantization its --quantization
 	// (Quantizations), empty for an unquantized model.
-	Dtype                string  `json:"dtype"`
+	Dtype                string  `json:"dtype,omitempty"`
 	Quantization         string  `json:"quantization,omitempty"`
-	TensorParallel       int     `json:"tensorParallel"`
-	MaxModelLen          int     `json:"maxModelLen"`
-	GPUMemoryUtilization float64 `json:"gpuMemoryUtilization"`
-	MinReplicas          int     `json:"minReplicas"`
-	MaxReplicas          int     `json:"maxReplicas"`
-	QueueDepthTarget     int     `json:"queueDepthTarget"`
-	Hostname             string  `json:"hostname,omitempty"`
+	TensorParallel       int     `json:"tensorParallel,omitempty"`
+	MaxModelLen          int     `json:"maxModelLen,omitempty"`
+	GPUMemoryUtilization float64 `json:"gpuMemoryUtilization,omitempty"`
+	// Concurrency is how many sequences of maxModelLen tokens one replica
+	// must hold at once (default 1).
+	Concurrency int `json:"concurrency,omitempty"`
+	// MinReplicas is nil for the default (1); 0 scales to zero.
+	MinReplicas      *int   `json:"minReplicas,omitempty"`
+	MaxReplicas      int    `json:"maxReplicas,omitempty"`
+	QueueDepthTarget int    `json:"queueDepthTarget,omitempty"`
+	Hostname         string `json:"hostname,omitempty"`
 }
 
 // Model are the model's fit facts.
 func (m ModelSpec) Model() Model {
-	return Model{
+	fit := Model{
 		Name: m.Name, ParametersB: m.ParametersB, WeightsGB: m.WeightsGB, Dtype: m.Dtype, Quantization: m.Quantization,
 		TensorParallel: m.TensorParallel, GPUMemoryUtilization: m.GPUMemoryUtilization, MaxReplicas: m.MaxReplicas,
+		MaxModelLen: m.MaxModelLen, Concurrency: m.Concurrency,
 	}
+	if m.Shape != nil {
+		fit.Shape = *m.Shape
+	}
+	return fit
+}
+
+// Replicas is the lower scaling bound (0 scales to zero).
+func (m ModelSpec) Replicas() int {
+	if m.MinReplicas == nil {
+		return DefaultMinReplicas
+	}
+	return *m.MinReplicas
 }
 
 // BatchJobSpec is one off-peak batch job (gpu-node-pools:batchJobs[i]).

@@ -3,6 +3,7 @@ package serving
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/components/models"
 )
 
 // Name limits: the chart names a model's Service vllm-<m>-<m>-engine-service
@@ -104,10 +106,12 @@ func (o Options) Validate(p *field.Path) field.ErrorList {
 
 // SizeFields are the keys the fit check reads: it runs only when none of
 // them was reported, so that one mistake gives one problem.
-var SizeFields = []string{"parametersB", "weightsGB", "dtype", "quantization", "tensorParallel", "gpuMemoryUtilization", "maxReplicas"}
+var SizeFields = []string{"model", "parametersB", "weightsGB", "shape", "dtype", "quantization", "tensorParallel",
+	"maxModelLen", "concurrency", "gpuMemoryUtilization", "maxReplicas"}
 
 // Validate checks a model as written; storageKind is the weights store's
-// kind ("" when there is none).
+// kind ("" when there is none). A key left out gets its default
+// (WithDefaults); a key given must be valid.
 func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 	var errs field.ErrorList
 	if !check.DNSLabel(m.Name) || len(m.Name) > MaxModelName {
@@ -116,40 +120,38 @@ func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 	if want := scheme(storageKind); want != "" && (!strings.HasPrefix(m.Source, want) || len(m.Source) <= len(want)) {
 		errs = append(errs, check.Invalid(p.Child("source"), m.Source, "must be a %s<bucket>/<path> URL of the %s store", want, storageKind))
 	}
-	switch {
-	case m.ParametersB > 0 && m.WeightsGB > 0:
-		errs = append(errs, check.Invalid(p.Child("weightsGB"), m.WeightsGB, "set parametersB or weightsGB, not both"))
-	case m.ParametersB <= 0 && m.WeightsGB <= 0:
-		errs = append(errs, check.Invalid(p.Child("parametersB"), m.ParametersB, "required: billions of parameters (or weightsGB instead)"))
-	}
+	errs = append(errs, m.validateSize(p)...)
 	switch instead, legacy := legacyDtypes[m.Dtype]; {
 	case legacy:
 		errs = append(errs, check.Invalid(p.Child("dtype"), m.Dtype, "is a quantization, not a vLLM --dtype (one of %s): write %s", strings.Join(Dtypes, ", "), instead))
-	case !slices.Contains(Dtypes, m.Dtype):
+	case m.Dtype != "" && !slices.Contains(Dtypes, m.Dtype):
 		errs = append(errs, check.NotSupported(p.Child("dtype"), m.Dtype, Dtypes))
 	}
 	if _, known := Quantizations[m.Quantization]; m.Quantization != "" && !known {
 		errs = append(errs, check.NotSupported(p.Child("quantization"), m.Quantization, QuantizationNames()))
-	} else if msg := actDtypeMisfit(m.Quantization, m.Dtype); msg != "" && slices.Contains(Dtypes, m.Dtype) {
+	} else if msg := actDtypeMisfit(m.Quantization, cmp.Or(m.Dtype, DefaultDtype)); msg != "" && (m.Dtype == "" || slices.Contains(Dtypes, m.Dtype)) {
 		errs = append(errs, check.Invalid(p.Child("dtype"), m.Dtype, "%s", msg))
 	}
-	if m.TensorParallel < 1 {
-		errs = append(errs, check.Invalid(p.Child("tensorParallel"), m.TensorParallel, "must be >= 1"))
+	if m.TensorParallel < 0 {
+		errs = append(errs, check.Invalid(p.Child("tensorParallel"), m.TensorParallel, "must be >= 1 (or left out: the smallest that fits)"))
 	}
-	if m.MaxModelLen < 1 || m.MaxModelLen > 1<<20 {
-		errs = append(errs, check.Invalid(p.Child("maxModelLen"), m.MaxModelLen, "must be between 1 and %d tokens", 1<<20))
+	if m.MaxModelLen < 0 || m.MaxModelLen > 1<<20 {
+		errs = append(errs, check.Invalid(p.Child("maxModelLen"), m.MaxModelLen, "must be between 1 and %d tokens (or left out with model: the native context, capped by memory)", 1<<20))
 	}
-	if u := m.GPUMemoryUtilization; u <= 0 || u > 0.98 {
-		errs = append(errs, check.Invalid(p.Child("gpuMemoryUtilization"), u, "must be above 0 and at most 0.98 (vLLM needs some headroom)"))
+	if m.Concurrency < 0 {
+		errs = append(errs, check.Invalid(p.Child("concurrency"), m.Concurrency, "must be >= 1 sequence of maxModelLen tokens (or left out: 1)"))
 	}
-	if m.MinReplicas < 0 {
-		errs = append(errs, check.Invalid(p.Child("minReplicas"), m.MinReplicas, "must be >= 0 (0 scales to zero)"))
+	if u := m.GPUMemoryUtilization; u < 0 || u > 0.98 {
+		errs = append(errs, check.Invalid(p.Child("gpuMemoryUtilization"), u, "must be above 0 and at most 0.98 (vLLM needs some headroom), or left out: %.1f", DefaultUtilization))
 	}
-	if m.MaxReplicas < max(1, m.MinReplicas) {
-		errs = append(errs, check.Invalid(p.Child("maxReplicas"), m.MaxReplicas, "must be >= 1 and >= minReplicas (%d)", m.MinReplicas))
+	if m.MinReplicas != nil && *m.MinReplicas < 0 {
+		errs = append(errs, check.Invalid(p.Child("minReplicas"), *m.MinReplicas, "must be >= 0 (0 scales to zero)"))
 	}
-	if m.QueueDepthTarget < 1 {
-		errs = append(errs, check.Invalid(p.Child("queueDepthTarget"), m.QueueDepthTarget, "must be >= 1 waiting request per replica"))
+	if m.MaxReplicas < 0 || (m.MaxReplicas > 0 && m.MaxReplicas < m.Replicas()) {
+		errs = append(errs, check.Invalid(p.Child("maxReplicas"), m.MaxReplicas, "must be >= 1 and >= minReplicas (%d), or left out: what the pool holds", m.Replicas()))
+	}
+	if m.QueueDepthTarget < 0 {
+		errs = append(errs, check.Invalid(p.Child("queueDepthTarget"), m.QueueDepthTarget, "must be >= 1 waiting request per replica (or left out: %d)", DefaultQueueDepthTarget))
 	}
 	// a public name the API server accepts as an Ingress host
 	if h := m.Hostname; h != "" && (!check.DNSSubdomain(h) || !strings.Contains(h, ".")) {
@@ -240,4 +242,58 @@ func offPeakSchedule(s string, o Options) string {
 		return "must run within the " + window + " so that batch work does not compete with serving"
 	}
 	return ""
+}
+
+// validateSize: a catalog model gives the size and shape; otherwise the
+// config gives the size (parametersB or weightsGB) and the context, and
+// may give the shape.
+func (m ModelSpec) validateSize(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if m.CatalogModel != "" {
+		if _, ok := models.Known.Lookup(m.CatalogModel); !ok {
+			return append(errs, check.NotSupported(p.Child("model"), m.CatalogModel, models.Known.Names()))
+		}
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"parametersB", m.ParametersB != 0}, {"weightsGB", m.WeightsGB != 0}, {"shape", m.Shape != nil}} {
+			if k.set {
+				errs = append(errs, check.Forbidden(p.Child(k.key), nil, "the catalog model "+m.CatalogModel+" gives it: leave it out, or drop model"))
+			}
+		}
+		return errs
+	}
+	switch {
+	case m.ParametersB > 0 && m.WeightsGB > 0:
+		errs = append(errs, check.Invalid(p.Child("weightsGB"), m.WeightsGB, "set parametersB or weightsGB, not both"))
+	case m.ParametersB <= 0 && m.WeightsGB <= 0:
+		errs = append(errs, check.Invalid(p.Child("parametersB"), m.ParametersB,
+			"required: billions of parameters (or weightsGB instead), unless model names a catalog model (%s)", strings.Join(models.Known.Names(), ", ")))
+	}
+	if m.MaxModelLen == 0 {
+		errs = append(errs, check.Required(p.Child("maxModelLen"), "required without model: no catalog entry gives the native context"))
+	}
+	if s := m.Shape; s != nil {
+		sp := p.Child("shape")
+		if s.Attention != "" && !slices.Contains(models.Attentions, s.Attention) {
+			errs = append(errs, check.NotSupported(sp.Child("attention"), s.Attention, models.Attentions))
+		}
+		// attentionHeads (for the tensor-parallel check) and hiddenSize (for
+		// the activations) are optional; the KV cache's fields are not
+		if s.AttentionHeads < 0 || s.HiddenSize < 0 {
+			errs = append(errs, check.Invalid(sp, *s, "attentionHeads and hiddenSize must be > 0 when given"))
+		}
+		positive := map[string]int{"layers": s.Layers}
+		if s.Kind() == models.MLA {
+			positive["kvLoraRank"], positive["ropeHeadDim"] = s.KVLoraRank, s.RopeHeadDim
+		} else {
+			positive["kvHeads"], positive["headDim"] = s.KVHeads, s.HeadDim
+		}
+		for _, k := range slices.Sorted(maps.Keys(positive)) {
+			if positive[k] <= 0 {
+				errs = append(errs, check.Invalid(sp.Child(k), positive[k], "must be > 0: the field of the model's config.json"))
+			}
+		}
+	}
+	return errs
 }

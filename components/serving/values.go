@@ -88,10 +88,13 @@ func VLLMValues(e Engine) map[string]any {
 		// which would switch off a vLLM default
 		"enablePrefixCaching": true,
 	}
+	// Clients ask for the model by its config name, not the path of its
+	// weights; the chart has no key of its own for either flag.
+	extra := []any{"--served-model-name", e.Name}
 	if e.Quantization != "" {
-		// the chart has no key of its own for it
-		vllm["extraArgs"] = []any{"--quantization", e.Quantization}
+		extra = append(extra, "--quantization", e.Quantization)
 	}
+	vllm["extraArgs"] = extra
 	scratch, scratchMounts := engineScratch()
 	model := map[string]any{
 		"name":              e.Name,
@@ -152,10 +155,7 @@ func VLLMValues(e Engine) map[string]any {
 // memory below total × utilization raises). Time-sliced replicas share a
 // GPU, so each asks for its share.
 func (e Engine) MemoryUtilization() float64 {
-	if ts := e.Pool.TimeSlicing; ts > 1 {
-		return math.Floor(e.GPUMemoryUtilization/float64(ts)*1000) / 1000
-	}
-	return e.GPUMemoryUtilization
+	return ShareUtilization(e.GPUMemoryUtilization, e.Pool)
 }
 
 func imageRepo(image string) string {

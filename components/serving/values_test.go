@@ -33,7 +33,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	m := serving.ModelSpec{
 		Name: "llama3-70b", Pool: "h100x8", Source: "az://models/meta-llama/Meta-Llama-3-70B-Instruct",
 		ParametersB: 70, Dtype: "bfloat16", TensorParallel: 4, MaxModelLen: 8192, GPUMemoryUtilization: 0.9,
-		MinReplicas: 1, MaxReplicas: 4, QueueDepthTarget: 3, Hostname: "llama70b.acme.example",
+		MinReplicas: new(1), MaxReplicas: 4, QueueDepthTarget: 3, Hostname: "llama70b.acme.example",
 	}
 	pool := pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: m.Pool, SKU: "Standard_ND96isr_H100_v5", MaxNodes: 2}).Facts
 	o := serving.Options{}.Defaults("azurefile-csi-premium", serving.Cilium)
@@ -218,7 +218,7 @@ func TestEngineDeploymentLeavesScalingToKEDA(t *testing.T) {
 		t.Run(fmt.Sprint("min", minReplicas), func(t *testing.T) {
 			t.Parallel()
 			m := serving.ModelSpec{Name: "llama3-70b", Pool: "infer", Source: "s3://m/l", ParametersB: 70, Dtype: "auto", Quantization: "fp8",
-				TensorParallel: 2, MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: minReplicas, MaxReplicas: 4, QueueDepthTarget: 5}
+				TensorParallel: 2, MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: &minReplicas, MaxReplicas: 4, QueueDepthTarget: 5}
 			e := serving.NewEngine(m, pool, o, nil, "nvidia")
 			var deploy map[string]any
 			for _, obj := range renderEngine(t, e) {

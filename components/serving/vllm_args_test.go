@@ -28,8 +28,10 @@ var vllmServeFlags = map[string]vllmFlag{
 	"--host": {kind: "str"},
 	"--port": {kind: "int"},
 	// ModelDType, vllm/config/model.py
-	"--dtype":                  {kind: "choice", choices: []string{"auto", "half", "float16", "bfloat16", "float", "float32"}},
-	"--max-model-len":          {kind: "int"},
+	"--dtype":         {kind: "choice", choices: []string{"auto", "half", "float16", "bfloat16", "float", "float32"}},
+	"--max-model-len": {kind: "int"},
+	// ModelConfig.served_model_name (nargs "+": we pass one name)
+	"--served-model-name":      {kind: "str"},
 	"--tensor-parallel-size":   {kind: "int"},
 	"--gpu-memory-utilization": {kind: "float"},
 	"--max-num-seqs":           {kind: "int"},
@@ -105,7 +107,7 @@ func parseVLLMServe(cmd []string) (map[string]string, error) {
 func TestVLLMParsesTheEngineCommand(t *testing.T) {
 	t.Parallel()
 	h100 := pooltest.Resolved(t, catalog.BareMetal, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
-	sliced := pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "shared", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: 4}).Facts
+	sliced := pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "shared", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: 2}).Facts
 	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
 	type want struct{ dtype, quantization, util string }
 	var cases []struct {
@@ -119,7 +121,7 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 			pool gpupool.Pool
 			want want
 		}{serving.ModelSpec{Name: "m", Source: "s3://b/m", ParametersB: 8, Dtype: dtype, Quantization: q, TensorParallel: 1,
-			MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: 1, MaxReplicas: 2, QueueDepthTarget: 5}, p, want{dtype, q, util}})
+			MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(1), MaxReplicas: 2, QueueDepthTarget: 5}, p, want{dtype, q, util}})
 	}
 	for _, d := range serving.Dtypes {
 		add(d, "", h100, "0.9")
@@ -127,7 +129,7 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 	for _, q := range serving.QuantizationNames() {
 		add("auto", q, h100, "0.9")
 	}
-	add("bfloat16", "", sliced, "0.225")
+	add("bfloat16", "", sliced, "0.45")
 	for _, tc := range cases {
 		t.Run(tc.want.dtype+"/"+tc.want.quantization+"/"+tc.pool.Name, func(t *testing.T) {
 			t.Parallel()

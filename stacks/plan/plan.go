@@ -46,6 +46,9 @@ type Plan struct {
 	// Identity is the weight download's workload identity, to federate
 	// (nil without one).
 	Identity *target.Identity
+	// Warnings are what the program logs: config that loads but is not
+	// exact (a model's KV cache estimated), naming the keys to add.
+	Warnings []string
 }
 
 // Facts are the pools' facts in config order.

@@ -13,6 +13,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/check"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/models"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/policy"
@@ -163,8 +164,16 @@ func (r *resolver) resolveServing(p *Plan, o serving.Options) *serving.Plan {
 		if facts == nil || r.reportedAny(ip, serving.SizeFields) {
 			continue
 		}
-		r.add(serving.Fit(ip, m.Model(), *facts)...)
-		sp.Engines = append(sp.Engines, serving.NewEngine(m, *facts, o, p.Platform.Monitoring.ServiceMonitorLabels, runtime))
+		var entry *models.Model
+		if known, ok := models.Known.Lookup(m.CatalogModel); ok {
+			entry = &known
+		}
+		sized, estimatedFrom := m.WithDefaults(entry, *facts)
+		if estimatedFrom != "" {
+			p.Warnings = append(p.Warnings, serving.EstimateWarning(ip.String(), sized, estimatedFrom))
+		}
+		r.add(serving.Fit(ip, sized.Model(), *facts, p.Target.Catalog().SKUs()...)...)
+		sp.Engines = append(sp.Engines, serving.NewEngine(sized, *facts, o, p.Platform.Monitoring.ServiceMonitorLabels, runtime))
 	}
 	for i, j := range cfg.BatchJobs {
 		ip := key("batchJobs").Index(i)

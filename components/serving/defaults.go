@@ -1,0 +1,118 @@
+package serving
+
+import (
+	"fmt"
+
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/models"
+)
+
+// What a model gets when its config leaves a key out.
+const (
+	DefaultDtype            = "auto"
+	DefaultUtilization      = 0.9
+	DefaultMinReplicas      = 1
+	DefaultQueueDepthTarget = 5
+	// MinDefaultContext is the shortest maxModelLen the default settles
+	// for when the native context does not fit: below it, the smallest
+	// tensor parallelism is not worth the model.
+	MinDefaultContext = 8192
+	// contextStep rounds a memory-capped maxModelLen down.
+	contextStep = 1024
+)
+
+// WithDefaults fills in what a validated model's config leaves out, from
+// its catalog entry (nil: none) and its pool: the size and shape of the
+// model; dtype auto; gpuMemoryUtilization 0.9; the smallest tensor
+// parallelism that holds the native context (or, failing that,
+// MinDefaultContext tokens); maxModelLen the native context, capped by
+// memory; replicas from 1 to what the pool holds; 5 waiting requests per
+// replica before scaling out. estimatedFrom names the catalog model whose
+// shape stands in for a model given by size only, "" otherwise.
+func (m ModelSpec) WithDefaults(entry *models.Model, pool gpupool.Pool) (out ModelSpec, estimatedFrom string) {
+	out = m
+	native := 0
+	if entry != nil {
+		native = entry.NativeContext
+		if out.ParametersB == 0 && out.WeightsGB == 0 {
+			out.ParametersB = entry.ParametersB
+		}
+		if out.Quantization == "" {
+			out.Quantization = entry.Quantization
+		}
+		if out.Shape == nil {
+			shape := entry.Shape
+			out.Shape = &shape
+		}
+	}
+	if out.Dtype == "" {
+		out.Dtype = DefaultDtype
+	}
+	if out.Shape == nil {
+		// Sizing stands the nearest catalog model's shape in (KVShape)
+		estimatedFrom = out.Model().KVShape().Name
+	}
+	if out.GPUMemoryUtilization == 0 {
+		out.GPUMemoryUtilization = DefaultUtilization
+	}
+	if out.QueueDepthTarget == 0 {
+		out.QueueDepthTarget = DefaultQueueDepthTarget
+	}
+	if out.MinReplicas == nil {
+		n := DefaultMinReplicas
+		out.MinReplicas = &n
+	}
+	want := out.MaxModelLen
+	if want == 0 {
+		want = native
+	}
+	if out.TensorParallel == 0 {
+		out.TensorParallel = smallestTP(out, pool, want)
+	}
+	if out.MaxModelLen == 0 {
+		fit := out.Model()
+		fit.MaxModelLen = 0
+		room := Sizing(fit, pool, out.TensorParallel).KVTokens() / max(out.Concurrency, 1)
+		out.MaxModelLen = native
+		if capped := room / contextStep * contextStep; capped < native && capped > 0 {
+			out.MaxModelLen = capped
+		}
+	}
+	if out.MaxReplicas == 0 {
+		out.MaxReplicas = max(pool.MaxNodes*pool.GPUResourcesPerNode/out.TensorParallel, out.Replicas(), 1)
+	}
+	return out, estimatedFrom
+}
+
+// smallestTP is the smallest tensor parallelism that holds want tokens,
+// else the smallest that holds MinDefaultContext (or want, if shorter),
+// else the largest there is (which Fit then reports).
+func smallestTP(m ModelSpec, pool gpupool.Pool, want int) int {
+	tps := TensorParallels(m.Model(), pool)
+	for _, context := range []int{want, min(want, MinDefaultContext)} {
+		for _, tp := range tps {
+			fit := m.Model()
+			fit.MaxModelLen = context
+			if fitsAt(fit, pool, tp) {
+				return tp
+			}
+		}
+	}
+	return tps[len(tps)-1]
+}
+
+// sizeB is the model's size in billions of parameters, from its weights
+// where only those are given.
+func (m ModelSpec) sizeB() float64 {
+	if m.ParametersB > 0 {
+		return m.ParametersB
+	}
+	return m.Model().SizeB()
+}
+
+// EstimateWarning is what the program logs for a model whose KV cache is
+// estimated: the keys that would make it exact.
+func EstimateWarning(key string, m ModelSpec, from string) string {
+	return fmt.Sprintf("%s: the KV cache of %s is estimated from %s, the catalog model nearest its %.3gB parameters; name the model (%s.model: one of %v) or give its shape (%s.shape: {layers, attentionHeads, kvHeads, headDim, hiddenSize}) for an exact fit",
+		key, m.Name, from, m.sizeB(), key, models.Known.Names(), key)
+}
