@@ -7,6 +7,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
+	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/plan"
@@ -61,7 +62,8 @@ func TestPlanDecidesOnce(t *testing.T) {
 			}
 			for i, e := range p.Serving.Engines {
 				m := cfg.Models[i]
-				if e.Name != m.Name || e.Pool.Name != m.Pool || e.Pool.SKU != facts[m.Pool] || e.TensorParallel != m.TensorParallel ||
+				if e.Name != m.Name || e.Pool.Name != m.Pool || e.Pool.SKU != facts[m.Pool] ||
+					(m.TensorParallel != 0 && e.TensorParallel != m.TensorParallel) || len(serving.Fit(nil, e.Model, e.Pool)) > 0 ||
 					e.RuntimeClass != tc.runtimeClass || e.Image != p.Serving.Options.Image ||
 					!cmp.Equal(e.ServiceMonitorLabels, p.Platform.Monitoring.ServiceMonitorLabels) {
 					t.Errorf("engine %s: %+v", m.Name, e)
