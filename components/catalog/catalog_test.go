@@ -138,3 +138,45 @@ func TestUnknownSKU(t *testing.T) {
 		t.Errorf("got %v, want %s", err, want)
 	}
 }
+
+// The data sheet figures, and what follows from them: every GPU has its
+// bandwidth and 16-bit throughput; FP8 Tensor Cores exactly where the
+// compute capability is 8.9 or newer (Ada, Hopper), which is also where
+// vLLM's fp8 quantization computes in FP8; no BF16 before Ampere; and
+// every node of 8 data-center GPUs on an HGX or ND board is NVLinked.
+func TestGPUSpeeds(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		sku       string
+		bandwidth int
+		bf16, fp8 float64
+		link      string
+	}{
+		{"h100-80gb-x8", 3350, 989.5, 1979, "NVLink"},
+		{"a100-80gb-x8", 2039, 312, 0, "NVLink"},
+		{"a100-40gb-x8", 1555, 312, 0, "NVLink"},
+	} {
+		s, err := BareMetal.SKU(nil, tc.sku)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.GPU.BandwidthGBps != tc.bandwidth || s.GPU.BF16TFLOPS != tc.bf16 || s.GPU.FP8TFLOPS != tc.fp8 || s.Link.Kind != tc.link {
+			t.Errorf("%s: %+v %+v", tc.sku, s.GPU.Speed, s.Link)
+		}
+	}
+	for _, section := range []Section{Azure, BareMetal} {
+		for _, s := range section.SKUs() {
+			g := s.GPU
+			switch {
+			case g.BandwidthGBps <= 0 || g.FP16TFLOPS <= 0 || g.DataSheet == "":
+				t.Errorf("%s: incomplete speed %+v", s.Name, g.Speed)
+			case (g.FP8TFLOPS > 0) != (g.ComputeCapability >= 89) || g.RunsNatively("fp8") != (g.FP8TFLOPS > 0):
+				t.Errorf("%s: FP8 %v TFLOPS, formats %v, compute capability %d", s.Name, g.FP8TFLOPS, g.Formats, g.ComputeCapability)
+			case (g.BF16TFLOPS > 0) != (g.ComputeCapability >= 80):
+				t.Errorf("%s: BF16 %v TFLOPS at compute capability %d", s.Name, g.BF16TFLOPS, g.ComputeCapability)
+			case s.Link.GBps <= 0 || (s.GPUs == 8 && s.Link.Kind != "NVLink"):
+				t.Errorf("%s: link %+v for %d GPUs", s.Name, s.Link, s.GPUs)
+			}
+		}
+	}
+}

@@ -254,11 +254,12 @@ func (m ModelSpec) validateSize(p *field.Path) field.ErrorList {
 			return append(errs, check.NotSupported(p.Child("model"), m.CatalogModel, models.Known.Names()))
 		}
 		for _, k := range []struct {
-			key string
-			set bool
-		}{{"parametersB", m.ParametersB != 0}, {"weightsGB", m.WeightsGB != 0}, {"shape", m.Shape != nil}} {
+			key   string
+			set   bool
+			value any
+		}{{"parametersB", m.ParametersB != 0, m.ParametersB}, {"weightsGB", m.WeightsGB != 0, m.WeightsGB}, {"shape", m.Shape != nil, m.Shape}} {
 			if k.set {
-				errs = append(errs, check.Forbidden(p.Child(k.key), nil, "the catalog model "+m.CatalogModel+" gives it: leave it out, or drop model"))
+				errs = append(errs, check.Forbidden(p.Child(k.key), k.value, "the catalog model "+m.CatalogModel+" gives it: leave it out, or drop model"))
 			}
 		}
 		return errs
