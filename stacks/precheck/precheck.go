@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 	"github.com/natron/gpu-node-pools/stacks/stackfile"
@@ -30,7 +31,8 @@ type Report struct {
 	Plan *plan.Plan
 	// Errors stop the stack: config problems, missing secrets or plugins.
 	Errors []string
-	// Warnings do not: secret values in plain text.
+	// Warnings do not: secret values in plain text, a model's KV cache
+	// estimated.
 	Warnings []string
 }
 
@@ -87,6 +89,7 @@ func Stack(projectDir, stack string, installed Installed) Report {
 		return r
 	}
 	r.Plan = p
+	r.Warnings = append(r.Warnings, p.Warnings...)
 	r.Errors = append(r.Errors, Plugins(p, installed)...)
 	return r
 }
@@ -161,7 +164,9 @@ func Summary(p *plan.Plan) []string {
 		return out
 	}
 	for _, e := range p.Serving.Engines {
-		out = append(out, fmt.Sprintf("model %s on %s: tensor parallel %d, %d-%d replicas", e.Name, e.Pool.Name, e.TensorParallel, e.MinReplicas, e.MaxReplicas))
+		mem := serving.Sizing(e.Model, e.Pool, e.TensorParallel)
+		out = append(out, fmt.Sprintf("model %s on %s: tensor parallel %d, maxModelLen %d, KV cache %d tokens (%.1f × maxModelLen), %d-%d replicas",
+			e.Name, e.Pool.Name, e.TensorParallel, e.MaxModelLen, mem.KVTokens(), mem.MaxConcurrency(e.MaxModelLen), e.MinReplicas, e.MaxReplicas))
 	}
 	for _, j := range p.Serving.Jobs {
 		out = append(out, fmt.Sprintf("batch job %s on %s: %d GPUs, %q", j.Name, j.Pool.Name, j.GPUs, j.Schedule))
