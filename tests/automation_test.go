@@ -100,6 +100,21 @@ func TestAutomationStackLifecycle(t *testing.T) {
 	if err != nil || got["pools"].Value == nil {
 		t.Fatalf("outputs: %v %v", got, err)
 	}
+	// The dev stack's model gives only name, pool, source, model and
+	// minReplicas: the defaults it runs with are in the outputs, with the
+	// id clients ask for.
+	model, _ := got["models"].Value.(map[string]any)["llama3-8b"].(map[string]any)
+	sizing, _ := model["sizing"].(map[string]any)
+	want := map[string]any{"tensorParallel": 1.0, "maxModelLen": 131072.0, "gpuMemoryUtilization": 0.9, "minReplicas": 0.0,
+		"maxReplicas": 32.0, "queueDepthTarget": 5.0, "dtype": "auto"}
+	for k, v := range want {
+		if sizing[k] != v {
+			t.Errorf("outputs models.llama3-8b.sizing.%s = %v, want %v (all: %v)", k, sizing[k], v, model)
+		}
+	}
+	if model["model"] != "llama3-8b" || sizing["kvCacheTokens"].(float64) < 131072 {
+		t.Errorf("outputs models.llama3-8b: %v", model)
+	}
 	preview, err := s.Preview(ctx)
 	if err != nil {
 		t.Fatal(err)
