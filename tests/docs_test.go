@@ -1,12 +1,14 @@
 package tests
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/natron/gpu-node-pools/components/models"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks/config"
 )
@@ -52,5 +54,28 @@ func TestConfigReferenceIsComplete(t *testing.T) {
 	}
 	if checked < 100 {
 		t.Fatalf("checked %d key segments: the key list is not the config's", checked)
+	}
+}
+
+// The README's model catalog table is the catalog: a row per model with
+// its KV bytes per token and native context as the code computes them.
+func TestREADMEModelCatalog(t *testing.T) {
+	t.Parallel()
+	section := readmeSection(t, "Sizing")
+	for _, m := range models.Known {
+		kv := fmt.Sprint(m.KVBytesPerToken(2))
+		if m.Kind() == models.MLA {
+			kv += " (MLA)"
+		}
+		row := fmt.Sprintf("| `%s` | `%s` |", m.Name, m.HuggingFace)
+		line := ""
+		for _, l := range strings.Split(section, "\n") {
+			if strings.HasPrefix(l, row) {
+				line = l
+			}
+		}
+		if !strings.HasSuffix(line, fmt.Sprintf("| %s | %d |", kv, m.NativeContext)) {
+			t.Errorf("README Sizing: want a row %s ... | %s | %d |, got %q", row, kv, m.NativeContext, line)
+		}
 	}
 }
