@@ -26,9 +26,9 @@ func TestMemoryAgainstVLLMLogs(t *testing.T) {
 	h100 := pool(t, catalog.Natron, "h100-80gb-x8", 1, "")
 	llama8b := known(t, "llama-3.1-8b", 1)
 	for _, tc := range []struct {
-		name                        string
-		pool                        gpupool.Pool
-		tp                          int
+		name                         string
+		pool                         gpupool.Pool
+		tp                           int
 		budget, weights, runtime, kv float64
 	}{
 		{"8B, tp 1", a100, 1, 71.29, 14.96, 1.79 + 1.26, 53.29},
@@ -94,7 +94,7 @@ func TestFitAgreesWithKAITO(t *testing.T) {
 	h100nvl := pool(t, catalog.AKS, "Standard_NC40ads_H100_v5", 1, "")
 	mig1g := pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g")
 	mig3g := pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG3g")
-	falcon := models.Shape{Layers: 32, AttentionHeads: 71, KVHeads: 1, HeadDim: 64, HiddenSize: 4544} // 8,192 bytes per token (MQA)
+	falcon := models.Shape{Layers: 32, AttentionHeads: 71, KVHeads: 1, HeadDim: 64, HiddenSize: 4544}     // 8,192 bytes per token (MQA)
 	qwenCoder := models.Shape{Layers: 40, AttentionHeads: 40, KVHeads: 8, HeadDim: 128, HiddenSize: 5120} // KAITO's test value: 163,840
 	plain := models.Shape{Layers: 32, AttentionHeads: 32, KVHeads: 8, HeadDim: 128, HiddenSize: 4096}
 	gib := func(g float64) float64 { return g * GiB / 1e9 }
