@@ -104,6 +104,6 @@ func TestServingOnBareMetalUnderMocks(t *testing.T) {
 		assert.False(t, written, "%s would be rendered to a file in plain text", s)
 	}
 	job, _ := m.ByName("kubernetes:batch/v1:Job", "serving-llama3-8b-download")
-	assert.Contains(t, dig(job.Inputs, "spec").String(), "src:models/meta-llama/Meta-Llama-3-8B-Instruct")
+	assert.Contains(t, dig(job.Inputs, "spec").String(), "src:models/meta-llama/Llama-3.1-8B-Instruct")
 	assert.Empty(t, plainTextHits(m, pulumitest.SecretMarker), "a config secret in plain text")
 }
