@@ -106,7 +106,7 @@ func TensorParallels(m Model, pool gpupool.Pool) []int {
 func Fit(p *field.Path, m Model, pool gpupool.Pool, others ...catalog.SKU) field.ErrorList {
 	var out field.ErrorList
 	tp := m.TensorParallel
-	if msg := quantizationMisfit(m.Quantization, pool.GPUModel, pool.ComputeCapability); msg != "" {
+	if msg := QuantizationMisfit(m.Quantization, pool.GPUModel, pool.ComputeCapability); msg != "" {
 		out = append(out, check.Invalid(p.Child("quantization"), m.Quantization, "%s", msg))
 	}
 	divisors := divisorsOf(pool.GPUResourcesPerNode)
@@ -182,7 +182,7 @@ func fitsAt(m Model, pool gpupool.Pool, tp int) bool { return Sizing(m, pool, tp
 func elsewhere(m Model, others []catalog.SKU) (string, int, bool) {
 	best, bestTP, bestMem := "", 0, math.Inf(1)
 	for _, s := range others {
-		if quantizationMisfit(m.Quantization, s.GPU.Model, s.GPU.ComputeCapability) != "" {
+		if QuantizationMisfit(m.Quantization, s.GPU.Model, s.GPU.ComputeCapability) != "" {
 			continue
 		}
 		pool := gpupool.Pool{Name: s.Name, GPUModel: s.GPU.Model, ComputeCapability: s.GPU.ComputeCapability,

@@ -81,9 +81,9 @@ func (m Model) BytesPerParameter() float64 {
 // capability formats a compute capability (89: "8.9").
 func capability(c int) string { return fmt.Sprintf("%d.%d", c/10, c%10) }
 
-// quantizationMisfit is why a pool's GPUs cannot run a method, "" when
-// they can.
-func quantizationMisfit(method string, gpu string, cc int) string {
+// QuantizationMisfit is why a GPU (its model name and compute capability)
+// cannot run a method, "" when it can.
+func QuantizationMisfit(method string, gpu string, cc int) string {
 	q, ok := Quantizations[method]
 	if !ok || cc >= q.MinCapability {
 		return ""

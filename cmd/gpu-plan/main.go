@@ -1,0 +1,193 @@
+// Command gpu-plan turns a customer's requirements into GPU pool designs,
+// ranked by monthly cost: node shape, tensor parallelism, replicas and
+// nodes, time per output token and to first token, throughput, price.
+//
+//	gpu-plan --model llama-3.1-70b --context 8192 --concurrency 32 --tpot-ms 50 \
+//	    --target aks --region eastus [--spot] [--quantization fp8] [--format table|yaml|json]
+//	gpu-plan prices --regions westeurope,germanywestcentral,swedencentral,eastus > components/pricing/azure.json
+//
+// --format yaml prints the cheapest design as a Pulumi.<stack>.yaml
+// fragment (pools and models) that the program loads as it is; the same
+// function is sizing.Plan for the Automation API.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/pricing"
+	"github.com/natron/gpu-node-pools/components/sizing"
+	"github.com/natron/gpu-node-pools/stacks/config"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, http.DefaultClient); err != nil {
+		fmt.Fprintln(os.Stderr, "gpu-plan:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer, client *http.Client) error {
+	if len(args) > 0 && args[0] == "prices" {
+		return prices(args[1:], out, client)
+	}
+	fs := flag.NewFlagSet("gpu-plan", flag.ContinueOnError)
+	var req sizing.Requirements
+	fs.StringVar(&req.Model, "model", "", "a catalog model (README, Sizing)")
+	fs.IntVar(&req.Context, "context", 0, "the longest sequence, tokens (default: the model's native context)")
+	fs.IntVar(&req.Concurrency, "concurrency", 1, "streams at peak, each up to --context tokens")
+	tpot := fs.Float64("tpot-ms", 50, "the slowest acceptable time per output token, ms (50: faster than reading)")
+	fs.IntVar(&req.Prompt, "prompt", 0, "prompt length for the time to first token (default: a quarter of the context)")
+	target := fs.String("target", "aks", "aks or natron")
+	fs.StringVar(&req.Region, "region", "eastus", "Azure region whose prices rank the AKS designs")
+	fs.BoolVar(&req.Spot, "spot", false, "rank by spot prices (AKS)")
+	fs.StringVar(&req.Quantization, "quantization", "", "vLLM --quantization (default: the checkpoint's)")
+	format := fs.String("format", "table", "table, yaml or json")
+	var profilePrices priceFlags
+	fs.Var(&profilePrices, "price", "natron: a profile's hourly price, profile=USD (repeatable; the stack's pricing block)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	req.TPOT = *tpot / 1000
+	section, table, err := targetPrices(*target, req.Region, profilePrices)
+	if err != nil {
+		return err
+	}
+	res, err := sizing.Plan(req, section, table)
+	var nf *sizing.NothingFits
+	if errors.As(err, &nf) && *format == "table" {
+		printRejected(out, res)
+	}
+	if err != nil {
+		return err
+	}
+	switch *format {
+	case "json":
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	case "yaml":
+		frag := sizing.Fragment(res, res.Designs[0], section.Target(), req)
+		stack := map[string]any{}
+		for k, v := range frag {
+			stack[config.Key(k)] = v
+		}
+		b, err := yaml.Marshal(map[string]any{"config": stack})
+		if err != nil {
+			return err
+		}
+		d := res.Designs[0]
+		fmt.Fprintf(out, "# %s on %s: tensorParallel %d, %d replicas of %d streams, %.1f ms per token; set models[0].source to the weights store\n",
+			res.Model, d.SKU, d.TensorParallel, d.Replicas, d.Batch, d.TPOTMs)
+		_, err = out.Write(b)
+		return err
+	case "table":
+		printDesigns(out, res, req.Spot)
+		printRejected(out, res)
+		return nil
+	}
+	return fmt.Errorf("--format: must be table, yaml or json, got %q", *format)
+}
+
+// targetPrices is the target's node shapes and their prices: the Azure
+// table for aks, the --price flags for natron.
+func targetPrices(target, region string, profiles priceFlags) (catalog.Section, pricing.Table, error) {
+	switch catalog.Target(target) {
+	case catalog.AKS:
+		return catalog.Azure, pricing.Azure, nil
+	case catalog.Natron:
+		var t pricing.Table
+		for name, usd := range profiles {
+			if _, err := catalog.BareMetal.SKU(nil, name); err != nil {
+				return catalog.Section{}, nil, fmt.Errorf("--price: %v", err.Detail)
+			}
+			t = append(t, pricing.Price{SKU: name, Region: region, OnDemand: usd, Retrieved: "--price", Source: "the provider's price"})
+		}
+		return catalog.BareMetal, t, nil
+	}
+	return catalog.Section{}, nil, fmt.Errorf("--target: must be aks or natron, got %q", target)
+}
+
+func printDesigns(out io.Writer, res *sizing.Result, spot bool) {
+	fmt.Fprintf(out, "%s at %d tokens of context: %d designs, cheapest first\n\n", res.Model, res.Context, len(res.Designs))
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SKU\tTP\tSTREAMS/REPLICA\tREPLICAS\tNODES\tTPOT ms\tTTFT ms\tTOK/S/REPLICA\tTOK/S\tON-DEMAND/MONTH\tSPOT/MONTH")
+	for _, d := range res.Designs {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d-%d\t%.1f\t%.0f\t%.0f\t%.0f\t%s\t%s\n", d.SKU, d.TensorParallel, d.Batch, d.Replicas,
+			d.MinNodes, d.MaxNodes, d.TPOTMs, d.TTFTMs, d.TokensPerSec, d.TotalTokensSec, money(d.MonthlyOnDemand), money(d.MonthlySpot))
+	}
+	_ = w.Flush()
+	fmt.Fprintln(out, "\nPrices: USD, hourly × 730 × the nodes at peak; \"-\" has none on record (gpu-plan prices refreshes the table).")
+}
+
+func printRejected(out io.Writer, res *sizing.Result) {
+	if res == nil || len(res.Rejected) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nNot feasible:")
+	for _, r := range res.Rejected {
+		fmt.Fprintf(out, "  %s: %s\n", r.SKU, r.Reason)
+	}
+}
+
+func money(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("$%.0f", v)
+}
+
+// priceFlags are --price profile=USD.
+type priceFlags map[string]float64
+
+func (p *priceFlags) String() string { return fmt.Sprint(map[string]float64(*p)) }
+func (p *priceFlags) Set(v string) error {
+	name, usd, ok := strings.Cut(v, "=")
+	f, err := strconv.ParseFloat(usd, 64)
+	if !ok || err != nil || f <= 0 {
+		return fmt.Errorf("want profile=USD per hour, got %q", v)
+	}
+	if *p == nil {
+		*p = priceFlags{}
+	}
+	(*p)[name] = f
+	return nil
+}
+
+// prices refreshes the Azure price table from the Retail Prices API for
+// every AKS size of the catalog in the regions given, and prints it as
+// azure.json.
+func prices(args []string, out io.Writer, client *http.Client) error {
+	fs := flag.NewFlagSet("prices", flag.ContinueOnError)
+	regions := fs.String("regions", "westeurope,germanywestcentral,swedencentral,eastus", "comma-separated Azure regions")
+	api := fs.String("api", pricing.RetailPricesAPI, "the Retail Prices API")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var skus []string
+	for _, s := range catalog.Azure.SKUs() {
+		skus = append(skus, s.Name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t, err := pricing.Refresh(ctx, client, *api, skus, strings.Split(*regions, ","), time.Now().UTC().Format("2006-01-02"))
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(t)
+}
