@@ -3,6 +3,7 @@ package tests
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -61,7 +62,7 @@ func TestConfigReferenceIsComplete(t *testing.T) {
 // its KV bytes per token and native context as the code computes them.
 func TestREADMEModelCatalog(t *testing.T) {
 	t.Parallel()
-	section := readmeSection(t, "Sizing")
+	section := readmeSection(t, "Sizing and cost")
 	for _, m := range models.Known {
 		kv := fmt.Sprint(m.KVBytesPerToken(2))
 		if m.Kind() == models.MLA {
@@ -75,7 +76,44 @@ func TestREADMEModelCatalog(t *testing.T) {
 			}
 		}
 		if !strings.HasSuffix(line, fmt.Sprintf("| %s | %d |", kv, m.NativeContext)) {
-			t.Errorf("README Sizing: want a row %s ... | %s | %d |, got %q", row, kv, m.NativeContext, line)
+			t.Errorf("README Sizing and cost: want a row %s ... | %s | %d |, got %q", row, kv, m.NativeContext, line)
 		}
+	}
+}
+
+// The commands of "Sizing and cost" run as written, from the project
+// root; a command marked as needing internet access (the price refresh)
+// is the one exception, and is checked to be marked. The worked example's
+// table is what the planner prints.
+func TestREADMESizingCommands(t *testing.T) {
+	t.Parallel()
+	section := readmeSection(t, "Sizing and cost")
+	ran, marked := 0, 0
+	for _, chunk := range strings.Split(section, "```sh\n")[1:] {
+		code, _, _ := strings.Cut(chunk, "```")
+		for _, line := range strings.Split(strings.TrimSpace(code), "\n") {
+			if strings.Contains(line, "# needs internet access") {
+				marked++
+				continue
+			}
+			cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+line)
+			cmd.Dir = pulumitest.RepoRoot()
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("%s: %v\n%s", line, err, out)
+				continue
+			}
+			ran++
+			if !strings.Contains(line, "--format yaml") {
+				for _, row := range strings.Split(strings.TrimSpace(section[strings.Index(section, "SKU                        TP"):]), "\n")[1:5] {
+					if !strings.Contains(string(out), row) {
+						t.Errorf("the README's example row %q is not what %s prints:\n%s", row, line, out)
+					}
+				}
+			}
+		}
+	}
+	if ran < 2 || marked != 1 {
+		t.Errorf("ran %d commands and skipped %d marked ones, want 2 and 1", ran, marked)
 	}
 }
