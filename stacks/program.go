@@ -143,6 +143,14 @@ func StackOutputs(p *plan.Plan, protect bool) (pulumi.Map, error) {
 		if err := json.Unmarshal(b, &m); err != nil {
 			return nil, fmt.Errorf("pool %s facts: %w", f.Name, err)
 		}
+		if c, ok := p.Costs[f.Name]; ok {
+			if c.Cost != nil {
+				m["cost"] = map[string]any{"hourly": c.Cost.Hourly, "monthlyAtMinNodes": c.Cost.AtMin, "monthlyAtMaxNodes": c.Cost.AtMax,
+					"monthlyExpected": c.Cost.Expected, "currency": c.Cost.Currency, "source": c.Cost.Source}
+			} else {
+				m["costNote"] = c.Note
+			}
+		}
 		byName[f.Name] = plain.Map(m)
 	}
 	return pulumi.Map{
@@ -150,7 +158,34 @@ func StackOutputs(p *plan.Plan, protect bool) (pulumi.Map, error) {
 		"renderDir": pulumi.String(p.RenderDir),
 		"protect":   pulumi.Bool(protect),
 		"pools":     byName,
+		"cost":      plain.Map(CostTotals(p)),
 	}, nil
+}
+
+// CostTotals are the stack's monthly costs by currency (at the pools'
+// minNodes, at maxNodes, expected), and the pools without a price.
+func CostTotals(p *plan.Plan) map[string]any {
+	totals := map[string]any{}
+	var unpriced []any
+	for _, pool := range p.Facts() {
+		c := p.Costs[pool.Name].Cost
+		if c == nil {
+			unpriced = append(unpriced, pool.Name)
+			continue
+		}
+		t, _ := totals[c.Currency].(map[string]any)
+		if t == nil {
+			t = map[string]any{"monthlyAtMinNodes": 0.0, "monthlyAtMaxNodes": 0.0, "monthlyExpected": 0.0}
+			totals[c.Currency] = t
+		}
+		t["monthlyAtMinNodes"] = t["monthlyAtMinNodes"].(float64) + c.AtMin
+		t["monthlyAtMaxNodes"] = t["monthlyAtMaxNodes"].(float64) + c.AtMax
+		t["monthlyExpected"] = t["monthlyExpected"].(float64) + c.Expected
+	}
+	if len(unpriced) > 0 {
+		totals["unpricedPools"] = unpriced
+	}
+	return totals
 }
 
 // rawConfig reads this project's config keys. Keys of the namespace that

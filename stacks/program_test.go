@@ -10,6 +10,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/catalog"
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/pricing"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
@@ -21,7 +22,9 @@ import (
 func TestStackOutputs(t *testing.T) {
 	t.Parallel()
 	pool := pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "h100spot", SKU: "Standard_NC40ads_H100_v5", MaxNodes: 8, Spot: true})
-	got, err := StackOutputs(&plan.Plan{Target: aks.Target{}, RenderDir: "out", Pools: []gpupool.Resolved{pool}}, true)
+	cost := &pricing.PoolCost{Hourly: 2.5, AtMin: 0, AtMax: 14600, Expected: 1825, Currency: "USD", Spot: true, Source: "the stack's pricing.prices"}
+	got, err := StackOutputs(&plan.Plan{Target: aks.Target{}, RenderDir: "out", Pools: []gpupool.Resolved{pool},
+		Costs: map[string]plan.Cost{"h100spot": {Cost: cost}}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +42,10 @@ func TestStackOutputs(t *testing.T) {
 				pulumi.Map{"key": pulumi.String("nvidia.com/gpu"), "operator": pulumi.String("Equal"), "value": pulumi.String("present"), "effect": pulumi.String("NoSchedule")},
 				pulumi.Map{"key": pulumi.String("kubernetes.azure.com/scalesetpriority"), "operator": pulumi.String("Equal"), "value": pulumi.String("spot"), "effect": pulumi.String("NoSchedule")},
 			},
+			"cost": pulumi.Map{"hourly": pulumi.Float64(2.5), "monthlyAtMinNodes": pulumi.Int(0), "monthlyAtMaxNodes": pulumi.Int(14600),
+				"monthlyExpected": pulumi.Int(1825), "currency": pulumi.String("USD"), "source": pulumi.String("the stack's pricing.prices")},
 		}},
+		"cost": pulumi.Map{"USD": pulumi.Map{"monthlyAtMinNodes": pulumi.Int(0), "monthlyAtMaxNodes": pulumi.Int(14600), "monthlyExpected": pulumi.Int(1825)}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("StackOutputs mismatch (-want +got):\n%s", diff)

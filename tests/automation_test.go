@@ -115,6 +115,15 @@ func TestAutomationStackLifecycle(t *testing.T) {
 	if model["model"] != "llama3-8b" || sizing["kvCacheTokens"].(float64) < 131072 {
 		t.Errorf("outputs models.llama3-8b: %v", model)
 	}
+	// The dev stack prices its profiles: the infer pool (h100-80gb-x8 at
+	// 19.5 an hour, 0-4 nodes; its model scales to zero) costs nothing at
+	// minNodes and when idle, 4 × 19.5 × 730 at maxNodes.
+	infer, _ := got["pools"].Value.(map[string]any)["infer"].(map[string]any)
+	cost, _ := infer["cost"].(map[string]any)
+	totals, _ := got["cost"].Value.(map[string]any)["USD"].(map[string]any)
+	if cost["monthlyAtMinNodes"] != 0.0 || cost["monthlyAtMaxNodes"] != 56940.0 || cost["monthlyExpected"] != 0.0 || totals["monthlyAtMaxNodes"] == nil {
+		t.Errorf("outputs pools.infer.cost %v, cost %v", cost, got["cost"].Value)
+	}
 	preview, err := s.Preview(ctx)
 	if err != nil {
 		t.Fatal(err)

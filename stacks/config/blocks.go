@@ -132,6 +132,11 @@ func blocks() []Block {
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
 			return c.PodSecurity.Validate(p)
 		},
+	}, Block{
+		Key: "pricing", Secret: never, field: func(c *Config) any { return &c.Pricing },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			return c.Pricing.Validate(p)
+		},
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/policy"
+	"github.com/natron/gpu-node-pools/components/pricing"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/stacks/target"
 )
@@ -45,6 +46,8 @@ type Config struct {
 	// PodSecurity lowers the Pod Security level of a namespace the
 	// program creates, with a reason.
 	PodSecurity podsecurity.Spec
+	// Pricing prices the pools: the AKS region, the provider's prices.
+	Pricing pricing.Spec
 }
 
 // Key is the full path of a top-level key, gpu-node-pools:<k>.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 )
@@ -78,5 +79,34 @@ func TestModelsFromTheCatalog(t *testing.T) {
 				t.Errorf("tensorParallel %d, maxModelLen %d; want %d, %d", e.TensorParallel, e.MaxModelLen, tc.tp, tc.len)
 			}
 		})
+	}
+}
+
+// The prod stack's pools priced from the dated table in its region: at
+// minNodes, at maxNodes, and at the nodes its models' minReplicas keep up
+// (llama3-70b: one replica of tensor parallel 4 holds one 8-GPU node);
+// a size without a price on record says what to set.
+func TestPoolCosts(t *testing.T) {
+	t.Parallel()
+	raw, _, err := pulumitest.StackConfig("prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Load(pulumitest.Unqualified(raw), "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h100 := p.Costs["h100x8"].Cost
+	if h100 == nil || h100.Hourly != 98.32 || h100.AtMin != 0 || h100.AtMax != 143547.2 || h100.Expected != 71773.6 {
+		t.Errorf("h100x8: %+v", h100)
+	}
+	if a100 := p.Costs["a100"].Cost; a100 == nil || a100.AtMax != 10725.16 || a100.Expected != 0 {
+		t.Errorf("a100: %+v", a100)
+	}
+	if c := p.Costs["h100spot"]; c.Cost != nil || !strings.HasPrefix(c.Note, "no spot price on record for Standard_NC40ads_H100_v5 in eastus") {
+		t.Errorf("h100spot: %+v", c)
+	}
+	if c := p.Costs["nd96"]; c.Cost != nil || !strings.Contains(c.Note, "set pricing.prices.Standard_ND96amsr_A100_v4") {
+		t.Errorf("nd96: %+v", c)
 	}
 }

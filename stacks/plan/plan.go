@@ -11,6 +11,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
+	"github.com/natron/gpu-node-pools/components/pricing"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/target"
@@ -49,6 +50,15 @@ type Plan struct {
 	// Warnings are what the program logs: config that loads but is not
 	// exact (a model's KV cache estimated), naming the keys to add.
 	Warnings []string
+	// Costs are each pool's monthly cost, by pool name; a pool without a
+	// price on record has a nil Cost and the reason.
+	Costs map[string]Cost
+}
+
+// Cost is one pool's monthly cost, or why there is none.
+type Cost struct {
+	Cost *pricing.PoolCost
+	Note string
 }
 
 // Facts are the pools' facts in config order.

@@ -17,6 +17,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/policy"
+	"github.com/natron/gpu-node-pools/components/pricing"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/target"
@@ -64,6 +65,7 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, 
 		pol := cfg.Policies.Resolve(policy.Scope{PlatformNamespace: p.Platform.Namespace, ServingNamespace: options.Namespace, BatchNamespace: options.BatchNamespace})
 		p.Policies = &pol
 	}
+	p.Costs = costs(cfg.Pricing, p)
 	p.Images = ownImages(p, options)
 	p.Identity = r.resolveIdentity(t, options)
 	// Both checks read the GPU stack's charts: not when it was reported.
@@ -289,4 +291,24 @@ func (r *resolver) checkChartDir(p *Plan) {
 			r.add(check.Invalid(at, dir, "has no %s: put the chart archive there", filepath.Base(c.Archive(dir))))
 		}
 	}
+}
+
+// costs prices each pool: at minNodes, at maxNodes, and at the nodes the
+// models' minReplicas keep up (each replica takes tensorParallel of a
+// node's GPU resources).
+func costs(spec pricing.Spec, p *Plan) map[string]Cost {
+	busy := map[string]int{}
+	if p.Serving != nil {
+		for _, e := range p.Serving.Engines {
+			busy[e.Pool.Name] += e.MinReplicas * e.TensorParallel
+		}
+	}
+	out := map[string]Cost{}
+	for _, pool := range p.Pools {
+		f := pool.Facts
+		expected := (busy[f.Name] + f.GPUResourcesPerNode - 1) / max(f.GPUResourcesPerNode, 1)
+		c, note := spec.Cost(pricing.PoolShape{SKU: f.SKU, MinNodes: f.MinNodes, MaxNodes: f.MaxNodes, Expected: expected, Spot: f.Spot}, pricing.Azure)
+		out[f.Name] = Cost{Cost: c, Note: note}
+	}
+	return out
 }
