@@ -4,6 +4,7 @@
 //	stackctl new -name acme -target natron -cluster acme ...   # writes Pulumi.acme.yaml
 //	stackctl check -stack acme                                  # config, secrets, plugins
 //	stackctl render -stack acme                                 # the complete render tree
+//	stackctl cost -stack acme -base ../base                     # monthly cost against the base branch
 package main
 
 import (
@@ -13,11 +14,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 
 	"github.com/natron/gpu-node-pools/stacks/automation"
+	"github.com/natron/gpu-node-pools/stacks/plan"
 	"github.com/natron/gpu-node-pools/stacks/precheck"
 	"github.com/natron/gpu-node-pools/stacks/scaffold"
 	"github.com/natron/gpu-node-pools/stacks/stackfile"
@@ -27,7 +30,7 @@ func main() { os.Exit(run(os.Args[1:], ".", os.Stdout, os.Stderr)) }
 
 func run(args []string, dir string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: stackctl new|check [flags]")
+		fmt.Fprintln(stderr, "usage: stackctl new|check|render|cost [flags]")
 		return 2
 	}
 	var err error
@@ -38,8 +41,10 @@ func run(args []string, dir string, stdout, stderr io.Writer) int {
 		err = checkStack(args[1:], dir, stdout, stderr)
 	case "render":
 		err = renderStack(args[1:], dir, stdout)
+	case "cost":
+		err = costChange(args[1:], dir, stdout)
 	default:
-		err = fmt.Errorf("unknown command %q: new, check or render", args[0])
+		err = fmt.Errorf("unknown command %q: new, check, render or cost", args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -182,4 +187,48 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "Secrets are not written to files; create these with your secret manager: %v\n", list)
 	}
 	return nil
+}
+
+// costChange prints a stack's monthly cost against the same stack file in
+// base (a checkout of the pull request's target branch), as a Markdown
+// table for the PR comment. A stack file the base lacks, or that this
+// version cannot load, counts as nothing, with a line saying so.
+func costChange(args []string, dir string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("cost", flag.ContinueOnError)
+	stack := fs.String("stack", "", "stack name")
+	baseDir := fs.String("base", "", "a checkout of the base branch")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	anyPlugin := func(string, string) bool { return true } // plugins are not what this is about
+	head := precheck.Stack(dir, *stack, anyPlugin)
+	if err := head.Err(); err != nil {
+		return err
+	}
+	var base *plan.Plan
+	if *baseDir != "" {
+		file := filepath.Join(*baseDir, "Pulumi."+*stack+".yaml")
+		if _, err := os.Stat(file); err != nil {
+			fmt.Fprintf(stdout, "The base branch has no stack %s: its cost counts as 0.\n\n", *stack)
+		} else if r := precheck.Stack(*baseDir, *stack, anyPlugin); r.Err() != nil {
+			fmt.Fprintf(stdout, "The base branch's stack %s does not load with this version (%s): its cost counts as 0.\n\n", *stack, firstLine(r.Err()))
+		} else {
+			base = r.Plan
+		}
+	}
+	fmt.Fprintf(stdout, "Monthly cost of stack %s (README, Sizing and cost):\n\n", *stack)
+	for _, l := range precheck.CostChange(base, head.Plan) {
+		fmt.Fprintln(stdout, l)
+	}
+	return nil
+}
+
+// firstLine is an error's first line, with its first problem when the
+// line only announces them.
+func firstLine(err error) string {
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) > 1 && strings.HasSuffix(lines[0], ":") {
+		return lines[0] + " " + strings.TrimSpace(lines[1])
+	}
+	return lines[0]
 }

@@ -49,3 +49,57 @@ func TestNewRefusesWrongAnswers(t *testing.T) {
 		t.Errorf("a second make stack of the same name: exit %d, %q", code, errs.String())
 	}
 }
+
+// stackctl cost: the PR comment's cost table, the change against the base
+// branch pool by pool and in total; a stack the base lacks counts as 0.
+func TestCostChange(t *testing.T) {
+	t.Parallel()
+	root := pulumitest.RepoRoot()
+	head, base := t.TempDir(), t.TempDir()
+	for _, d := range []string{head, base} {
+		b, err := os.ReadFile(filepath.Join(root, "Pulumi.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "Pulumi.yaml"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prod, err := os.ReadFile(filepath.Join(root, "Pulumi.prod.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the change under review: the H100 pool may grow to 2 nodes, from 1,
+	// and the 70B model to 4 replicas, from 2
+	older := strings.Replace(string(prod), "sku: Standard_ND96isr_H100_v5\n      minNodes: 0\n      maxNodes: 2", "sku: Standard_ND96isr_H100_v5\n      minNodes: 0\n      maxNodes: 1", 1)
+	older = strings.Replace(older, "maxReplicas: 4\n      queueDepthTarget: 3", "maxReplicas: 2\n      queueDepthTarget: 3", 1)
+	if older == string(prod) || !strings.Contains(older, "maxReplicas: 2") {
+		t.Fatal("the prod stack's H100 pool changed shape: update the test")
+	}
+	if err := os.WriteFile(filepath.Join(head, "Pulumi.prod.yaml"), prod, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "Pulumi.prod.yaml"), []byte(older), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	if code := run([]string{"cost", "-stack", "prod", "-base", base}, head, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	for _, want := range []string{
+		"| h100x8 | 71774 → 143547 | 71774 → 71774 | USD |  |",
+		"| a100 | 10725 → 10725 | 0 → 0 | USD |  |",
+		"| h100spot | - → - | - → - |  | no spot price on record for Standard_NC40ads_H100_v5 in eastus",
+		"| **total** | 82499 → 154272 (+71774) | 71774 → 71774 (+0) | | |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := run([]string{"cost", "-stack", "prod", "-base", t.TempDir()}, head, &out, &errs); code != 0 ||
+		!strings.Contains(out.String(), "The base branch has no stack prod: its cost counts as 0.") ||
+		!strings.Contains(out.String(), "(+154272)") {
+		t.Errorf("a new stack: exit %d\n%s", code, out.String())
+	}
+}
