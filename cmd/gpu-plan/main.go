@@ -20,6 +20,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -111,8 +112,8 @@ func targetPrices(target, region string, profiles priceFlags) (catalog.Section, 
 	case catalog.Natron:
 		var t pricing.Table
 		for name, usd := range profiles {
-			if _, err := catalog.BareMetal.SKU(nil, name); err != nil {
-				return catalog.Section{}, nil, fmt.Errorf("--price: %v", err.Detail)
+			if !slices.Contains(catalog.BareMetal.Names(), name) {
+				return catalog.Section{}, nil, fmt.Errorf("--price: %q is not a bare-metal profile; known: %s", name, strings.Join(catalog.BareMetal.Names(), ", "))
 			}
 			t = append(t, pricing.Price{SKU: name, Region: region, OnDemand: usd, Retrieved: "--price", Source: "the provider's price"})
 		}
