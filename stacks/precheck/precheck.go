@@ -147,7 +147,13 @@ func Summary(p *plan.Plan) []string {
 	var out []string
 	for _, pool := range p.Pools {
 		f := pool.Facts
-		out = append(out, fmt.Sprintf("pool %s: %s, %d × %s per node, %d-%d nodes", f.Name, f.SKU, f.GPUResourcesPerNode, f.GPUResource, f.MinNodes, f.MaxNodes))
+		line := fmt.Sprintf("pool %s: %s, %d × %s per node, %d-%d nodes", f.Name, f.SKU, f.GPUResourcesPerNode, f.GPUResource, f.MinNodes, f.MaxNodes)
+		if c := p.Costs[f.Name]; c.Cost != nil {
+			line += fmt.Sprintf(", %.0f %s a month at maxNodes, %.0f expected", c.Cost.AtMax, c.Cost.Currency, c.Cost.Expected)
+		} else if c.Note != "" {
+			line += ", no price on record"
+		}
+		out = append(out, line)
 	}
 	charts := p.Platform.Installed()
 	if p.Serving != nil {
