@@ -13,6 +13,8 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/components/plain"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
@@ -107,6 +109,12 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Plan, workload *kubernetes.Pro
 		// Model servers and batch jobs are admitted under the policies.
 		after = append(after, pol)
 	}
+	if p.Logging.Install {
+		if _, err := logging.NewLogCollector(ctx, "logging", &logging.Args{Spec: p.Logging, Pools: p.Facts(),
+			ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Workload: workload}); err != nil {
+			return err
+		}
+	}
 	if p.Serving != nil {
 		ms, err := serving.NewModelServing(ctx, "serving", &serving.Args{Plan: *p.Serving, Workload: workload}, pulumi.DependsOn(after))
 		if err != nil {
@@ -159,6 +167,8 @@ func StackOutputs(p *plan.Plan, protect bool) (pulumi.Map, error) {
 		"protect":   pulumi.Bool(protect),
 		"pools":     byName,
 		"cost":      plain.Map(CostTotals(p)),
+		// what the cluster's own log collector needs on the GPU nodes
+		"logCollectorTolerations": tolerations(p.LogTolerations),
 	}, nil
 }
 
@@ -209,4 +219,12 @@ func rawConfig(ctx *pulumi.Context) map[string]string {
 		}
 	}
 	return raw
+}
+
+func tolerations(ts []gpupool.Toleration) pulumi.Array {
+	out := pulumi.Array{}
+	for _, t := range ts {
+		out = append(out, plain.Map(map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect}))
+	}
+	return out
 }

@@ -24,7 +24,7 @@ func TestStackOutputs(t *testing.T) {
 	pool := pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "h100spot", SKU: "Standard_NC40ads_H100_v5", MaxNodes: 8, Spot: true})
 	cost := &pricing.PoolCost{Hourly: 2.5, AtMin: 0, AtMax: 14600, Expected: 1825, Currency: "USD", Spot: true, Source: "the stack's pricing.prices"}
 	got, err := StackOutputs(&plan.Plan{Target: aks.Target{}, RenderDir: "out", Pools: []gpupool.Resolved{pool},
-		Costs: map[string]plan.Cost{"h100spot": {Cost: cost}}}, true)
+		Costs: map[string]plan.Cost{"h100spot": {Cost: cost}}, LogTolerations: pool.Facts.Tolerations}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +46,10 @@ func TestStackOutputs(t *testing.T) {
 				"monthlyExpected": pulumi.Int(1825), "currency": pulumi.String("USD"), "source": pulumi.String("the stack's pricing.prices")},
 		}},
 		"cost": pulumi.Map{"USD": pulumi.Map{"monthlyAtMinNodes": pulumi.Int(0), "monthlyAtMaxNodes": pulumi.Int(14600), "monthlyExpected": pulumi.Int(1825)}},
+		"logCollectorTolerations": pulumi.Array{
+			pulumi.Map{"key": pulumi.String("nvidia.com/gpu"), "operator": pulumi.String("Equal"), "value": pulumi.String("present"), "effect": pulumi.String("NoSchedule")},
+			pulumi.Map{"key": pulumi.String("kubernetes.azure.com/scalesetpriority"), "operator": pulumi.String("Equal"), "value": pulumi.String("spot"), "effect": pulumi.String("NoSchedule")},
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("StackOutputs mismatch (-want +got):\n%s", diff)

@@ -80,6 +80,7 @@ func TestEngineDevStack(t *testing.T) {
 		platformResources("gpu-operator")...)
 	want = append(want, servingResources([]string{"llama3-8b"}, []string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true, serving.Cilium)...)
 	want = append(want, policyResources()...)
+	want = append(want, loggingResources()...)
 	for _, p := range []string{"infer", "train", "notebook"} {
 		want = append(want, metalPoolType+"::"+p, mdType+"::"+p+"-deployment", kctType+"::"+p+"-bootstrap", m3mtType+"::"+p+"-machines")
 	}

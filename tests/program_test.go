@@ -124,6 +124,12 @@ func policyResources() []string {
 	return out
 }
 
+// loggingResources are what logging.install registers: the component, its
+// namespace and the Grafana Alloy chart.
+func loggingResources() []string {
+	return []string{"gpu-node-pools:logging:LogCollector::logging", "kubernetes:core/v1:Namespace::logging-namespace", chartType + "::logging-alloy"}
+}
+
 // poolConfig is a pool as written in the stack file.
 type poolConfig struct {
 	Name         string            `json:"name"`
@@ -194,6 +200,7 @@ func TestProdStackUnderMocks(t *testing.T) {
 	want := append([]string{k8sProvider + "::workload"}, platformResources("nvidia-device-plugin", "dcgm-exporter")...)
 	want = append(want, servingResources([]string{"llama3-8b", "llama3-70b"}, []string{"llama3-8b"}, []string{"llama3-8b", "llama3-70b"}, []string{"embed-nightly"}, true, false, serving.CIDR)...)
 	want = append(want, policyResources()...)
+	want = append(want, loggingResources()...)
 	for _, p := range pools {
 		want = append(want, aksPoolType+"::"+p.Name, agentPoolType+"::"+p.Name+"-agentpool")
 	}
@@ -350,6 +357,7 @@ func TestDevStackUnderMocks(t *testing.T) {
 	want := append([]string{k8sProvider + "::management", k8sProvider + "::workload"}, platformResources("gpu-operator")...)
 	want = append(want, servingResources([]string{"llama3-8b"}, []string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true, serving.Cilium)...)
 	want = append(want, policyResources()...)
+	want = append(want, loggingResources()...)
 	for _, p := range pools {
 		want = append(want, metalPoolType+"::"+p.Name, mdType+"::"+p.Name+"-deployment",
 			kctType+"::"+p.Name+"-bootstrap", m3mtType+"::"+p.Name+"-machines")

@@ -137,6 +137,11 @@ func blocks() []Block {
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
 			return c.Pricing.Validate(p)
 		},
+	}, Block{
+		Key: "logging", Secret: never, field: func(c *Config) any { return &c.Logging },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			return c.Logging.Validate(p)
+		},
 	})
 }
 

@@ -8,6 +8,7 @@ package config
 import (
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/kube"
+	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/policy"
@@ -48,6 +49,8 @@ type Config struct {
 	PodSecurity podsecurity.Spec
 	// Pricing prices the pools: the AKS region, the provider's prices.
 	Pricing pricing.Spec
+	// Logging gets the GPU nodes' logs to the customer's Loki.
+	Logging logging.Spec
 }
 
 // Key is the full path of a top-level key, gpu-node-pools:<k>.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/pricing"
@@ -53,6 +54,10 @@ type Plan struct {
 	// Costs are each pool's monthly cost, by pool name; a pool without a
 	// price on record has a nil Cost and the reason.
 	Costs map[string]Cost
+	// Logging is the defaulted logging block; LogTolerations what a log
+	// collector needs to run on every node of the pools.
+	Logging        logging.Spec
+	LogTolerations []gpupool.Toleration
 }
 
 // Cost is one pool's monthly cost, or why there is none.

@@ -28,7 +28,8 @@ func TestPlanDecidesOnce(t *testing.T) {
 		images                     []string
 	}{
 		{"dev", platform.GPUOperator, "cephfs", "nvidia", 3, []string{
-			"nvcr.io/nvidia", "registry.k8s.io/nfd/node-feature-discovery", "vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.natron-cloud.example/ml/finetune:0.3"}},
+			"nvcr.io/nvidia", "registry.k8s.io/nfd/node-feature-discovery", "docker.io/grafana/alloy", "quay.io/prometheus-operator/prometheus-config-reloader",
+			"vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.natron-cloud.example/ml/finetune:0.3"}},
 		{"prod", platform.DevicePlugin, "azurefile-csi-premium", "", 4, []string{
 			"nvcr.io/nvidia/k8s-device-plugin", "nvcr.io/nvidia/k8s/dcgm-exporter", "vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.acme.example/embedder:1.4"}},
 	} {

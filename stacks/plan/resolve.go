@@ -13,6 +13,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/check"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/components/models"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/podsecurity"
@@ -66,6 +67,8 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, 
 		p.Policies = &pol
 	}
 	p.Costs = costs(cfg.Pricing, p)
+	p.Logging = cfg.Logging.Defaults()
+	p.LogTolerations = logging.Tolerations(p.Facts())
 	p.Images = ownImages(p, options)
 	p.Identity = r.resolveIdentity(t, options)
 	// Both checks read the GPU stack's charts: not when it was reported.
@@ -248,6 +251,11 @@ func ownImages(p *Plan, o serving.Options) []policy.Image {
 			out = append(out, policy.Image{Ref: img, By: "the " + string(p.Platform.GPUStack) + " platform layer"})
 		}
 	}
+	if p.Logging.Install {
+		for _, img := range p.Logging.Chart.Images {
+			out = append(out, policy.Image{Ref: img, By: config.Key("logging") + ".install (Grafana Alloy)"})
+		}
+	}
 	if p.Serving == nil {
 		return out
 	}
@@ -270,6 +278,9 @@ func charts(p *Plan) []helm.Chart {
 	out := p.Platform.Installed()
 	if s := p.Serving; s != nil {
 		out = append(out, s.Charts()...)
+	}
+	if p.Logging.Install {
+		out = append(out, p.Logging.Chart)
 	}
 	return out
 }

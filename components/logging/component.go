@@ -1,0 +1,64 @@
+package logging
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/podsecurity"
+)
+
+// LogCollectorType is the component's type token.
+const LogCollectorType = "gpu-node-pools:logging:LogCollector"
+
+// Args configure the log collector.
+type Args struct {
+	// Spec is the defaulted logging block, with install set.
+	Spec     Spec
+	Pools    []gpupool.Pool
+	ChartDir string
+	// SkipAwait applies the chart without waiting for its pods.
+	SkipAwait bool
+	Workload  *kubernetes.Provider
+}
+
+// LogCollector is Grafana Alloy on every node of the pools.
+type LogCollector struct {
+	pulumi.ResourceState
+
+	Namespace pulumi.StringOutput
+}
+
+// NewLogCollector registers Alloy's namespace (Pod Security restricted) and
+// its release.
+func NewLogCollector(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*LogCollector, error) {
+	if args == nil || args.Workload == nil {
+		return nil, fmt.Errorf("log collector %s: args with a workload provider are required", name)
+	}
+	c := &LogCollector{}
+	if err := ctx.RegisterComponentResource(LogCollectorType, name, c, opts...); err != nil {
+		return nil, fmt.Errorf("log collector %s: %w", name, err)
+	}
+	child := []pulumi.ResourceOption{pulumi.Parent(c), pulumi.Provider(args.Workload)}
+	ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{
+		Name: pulumi.String(args.Spec.Namespace), Labels: pulumi.ToStringMap(podsecurity.Labels(podsecurity.Restricted)),
+	}}, child...)
+	if err != nil {
+		return nil, fmt.Errorf("log collector %s: namespace: %w", name, err)
+	}
+	r := Release(args.Spec, args.Pools, args.ChartDir)
+	if _, err := helmv4.NewChart(ctx, name+"-"+r.Name, r.Args(args.Spec.Namespace, args.SkipAwait),
+		append(child, pulumi.DependsOn([]pulumi.Resource{ns}))...); err != nil {
+		return nil, fmt.Errorf("log collector %s: chart: %w", name, err)
+	}
+	c.Namespace = ns.Metadata.Name().Elem()
+	if err := ctx.RegisterResourceOutputs(c, pulumi.Map{"namespace": c.Namespace}); err != nil {
+		return nil, fmt.Errorf("log collector %s: outputs: %w", name, err)
+	}
+	return c, nil
+}
