@@ -200,7 +200,6 @@ func TestProdStackUnderMocks(t *testing.T) {
 	want := append([]string{k8sProvider + "::workload"}, platformResources("nvidia-device-plugin", "dcgm-exporter")...)
 	want = append(want, servingResources([]string{"llama3-8b", "llama3-70b"}, []string{"llama3-8b"}, []string{"llama3-8b", "llama3-70b"}, []string{"embed-nightly"}, true, false, serving.CIDR)...)
 	want = append(want, policyResources()...)
-	want = append(want, loggingResources()...)
 	for _, p := range pools {
 		want = append(want, aksPoolType+"::"+p.Name, agentPoolType+"::"+p.Name+"-agentpool")
 	}
