@@ -29,6 +29,31 @@ type Panel struct {
 	Type    string // timeseries or stat
 	Unit    string
 	Queries []Query
+	// Logs is a LogQL stream selector for the series a reader clicks
+	// (Grafana's ${__field.labels.<label>} of the clicked series): the
+	// panel links to those logs in the Loki datasource, whose streams
+	// carry the labels the log collector sets (logging.Config).
+	Logs string
+}
+
+// The log selectors the panels link to.
+const (
+	nodeLogs  = `{node="${__field.labels.node}"}`
+	modelLogs = `{pod=~"vllm-${__field.labels.model_name}-.*"}`
+	podLogs   = `{namespace="${__field.labels.namespace}", pod="${__field.labels.pod}"}`
+)
+
+// exploreURL opens Grafana's Explore on the Loki datasource variable with
+// a LogQL query over the dashboard's time range. Grafana interpolates the
+// ${...} variables before it follows the link.
+func exploreURL(selector string) string {
+	pane := map[string]any{"logs": map[string]any{
+		"datasource": "${loki}",
+		"queries":    []any{map[string]any{"refId": "A", "expr": selector, "datasource": map[string]any{"type": "loki", "uid": "${loki}"}}},
+		"range":      map[string]any{"from": "${__from}", "to": "${__to}"},
+	}}
+	b, _ := json.Marshal(pane) // plain maps: cannot fail
+	return "/explore?schemaVersion=1&panes=" + string(b)
 }
 
 // Query is one panel target.
@@ -57,20 +82,20 @@ func Dashboards() []Dashboard {
 			UID: "gnp-gpu-fleet", Title: "GPU fleet", File: "gpu-fleet.json",
 			Panels: []Panel{
 				{Title: "GPU utilization", Type: "timeseries", Unit: "percent", Queries: []Query{{
-					Expr: `avg by (node, gpu) (DCGM_FI_DEV_GPU_UTIL` + gpuSel + `)`, Legend: "{{node}} GPU {{gpu}}"}}},
+					Expr: `avg by (node, gpu) (DCGM_FI_DEV_GPU_UTIL` + gpuSel + `)`, Legend: "{{node}} GPU {{gpu}}"}}, Logs: nodeLogs},
 				{Title: "Framebuffer used", Type: "timeseries", Unit: "percent", Queries: []Query{{
 					Expr:   `max by (node, gpu) (DCGM_FI_DEV_FB_USED` + gpuSel + ` / (DCGM_FI_DEV_FB_USED` + gpuSel + ` + DCGM_FI_DEV_FB_FREE` + gpuSel + `)) * 100`,
-					Legend: "{{node}} GPU {{gpu}}"}}},
+					Legend: "{{node}} GPU {{gpu}}"}}, Logs: nodeLogs},
 				{Title: "GPU temperature", Type: "timeseries", Unit: "celsius", Queries: []Query{{
 					Expr: `max by (node, gpu) (DCGM_FI_DEV_GPU_TEMP` + gpuSel + `)`, Legend: "{{node}} GPU {{gpu}}"}}},
 				{Title: "GPU power", Type: "timeseries", Unit: "watt", Queries: []Query{{
 					Expr: `sum by (node, gpu) (DCGM_FI_DEV_POWER_USAGE` + gpuSel + `)`, Legend: "{{node}} GPU {{gpu}}"}}},
 				{Title: "XID errors (last XID per GPU)", Type: "timeseries", Unit: "none", Queries: []Query{{
-					Expr: `max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS` + gpuSel + `)`, Legend: "{{node}} GPU {{gpu}}"}}},
+					Expr: `max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS` + gpuSel + `)`, Legend: "{{node}} GPU {{gpu}}"}}, Logs: nodeLogs},
 				{Title: "GPUs allocated per namespace", Type: "timeseries", Unit: "none", Queries: []Query{{
 					Expr: `sum by (namespace) (kube_pod_container_resource_requests{resource="nvidia_com_gpu"})`, Legend: "{{namespace}}"}}},
 				{Title: "GPUs allocated per pod", Type: "timeseries", Unit: "none", Queries: []Query{{
-					Expr: `sum by (namespace, pod) (kube_pod_container_resource_requests{resource="nvidia_com_gpu"})`, Legend: "{{namespace}}/{{pod}}"}}},
+					Expr: `sum by (namespace, pod) (kube_pod_container_resource_requests{resource="nvidia_com_gpu"})`, Legend: "{{namespace}}/{{pod}}"}}, Logs: podLogs},
 				{Title: "Idle GPU-hours, last 24h (utilization below 10%)", Type: "stat", Unit: "h", Queries: []Query{{
 					Expr: `sum(count_over_time((DCGM_FI_DEV_GPU_UTIL` + gpuSel + ` < 10)[24h:5m])) / 12`, Legend: "idle GPU-hours"}}},
 			},
@@ -79,11 +104,11 @@ func Dashboards() []Dashboard {
 			UID: "gnp-model-serving", Title: "Model serving", File: "model-serving.json",
 			Panels: []Panel{
 				{Title: "Request rate", Type: "timeseries", Unit: "reqps", Queries: []Query{{
-					Expr: `sum by (model_name) (rate(vllm:request_success_total[5m]))`, Legend: "{{model_name}}"}}},
-				{Title: "End-to-end latency", Type: "timeseries", Unit: "s", Queries: quantiles("vllm:e2e_request_latency_seconds_bucket", "0.50", "0.95", "0.99")},
+					Expr: `sum by (model_name) (rate(vllm:request_success_total[5m]))`, Legend: "{{model_name}}"}}, Logs: modelLogs},
+				{Title: "End-to-end latency", Type: "timeseries", Unit: "s", Queries: quantiles("vllm:e2e_request_latency_seconds_bucket", "0.50", "0.95", "0.99"), Logs: modelLogs},
 				{Title: "Time to first token", Type: "timeseries", Unit: "s", Queries: quantiles("vllm:time_to_first_token_seconds_bucket", "0.50", "0.95", "0.99")},
 				{Title: "Queue depth (waiting requests)", Type: "timeseries", Unit: "none", Queries: []Query{{
-					Expr: `sum by (model_name) (vllm:num_requests_waiting)`, Legend: "{{model_name}}"}}},
+					Expr: `sum by (model_name) (vllm:num_requests_waiting)`, Legend: "{{model_name}}"}}, Logs: modelLogs},
 				{Title: "Running requests", Type: "timeseries", Unit: "none", Queries: []Query{{
 					Expr: `sum by (model_name) (vllm:num_requests_running)`, Legend: "{{model_name}}"}}},
 				{Title: "KV-cache usage", Type: "timeseries", Unit: "percent", Queries: []Query{{
@@ -117,6 +142,10 @@ func (d Dashboard) JSON() string {
 			},
 			"targets": targets,
 		}
+		if p.Logs != "" {
+			defaults := panels[i].(map[string]any)["fieldConfig"].(map[string]any)["defaults"].(map[string]any)
+			defaults["links"] = []any{map[string]any{"title": "Logs in Loki", "url": exploreURL(p.Logs)}}
+		}
 	}
 	model := map[string]any{
 		"uid":           d.UID,
@@ -129,6 +158,9 @@ func (d Dashboard) JSON() string {
 		"time":          map[string]any{"from": "now-6h", "to": "now"},
 		"templating": map[string]any{"list": []any{map[string]any{
 			"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+		}, map[string]any{
+			// where the panels' "Logs in Loki" links look
+			"name": "loki", "label": "Logs", "type": "datasource", "query": "loki",
 		}}},
 		"panels": panels,
 	}
