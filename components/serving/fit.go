@@ -185,8 +185,7 @@ func elsewhere(m Model, others []catalog.SKU) (string, int, bool) {
 		if QuantizationMisfit(m.Quantization, s.GPU.Model, s.GPU.ComputeCapability) != "" {
 			continue
 		}
-		pool := gpupool.Pool{Name: s.Name, GPUModel: s.GPU.Model, ComputeCapability: s.GPU.ComputeCapability,
-			GPUsPerNode: s.GPUs, GPUMemoryGB: s.GPU.MemoryGB, GPUResourcesPerNode: s.GPUs, MemoryPerGPUResourceGB: s.GPU.MemoryGB}
+		pool := gpupool.NewFacts(gpupool.Spec{Name: s.Name}, s)
 		for _, t := range TensorParallels(m, pool) {
 			if used := float64(t * s.GPU.MemoryGB); fitsAt(m, pool, t) && used < bestMem {
 				best, bestTP, bestMem = s.Name, t, used

@@ -117,8 +117,7 @@ func Plan(req Requirements, section catalog.Section, prices pricing.Table) (*Res
 	for _, sku := range section.SKUs() {
 		m := serving.Model{Name: entry.Name, ParametersB: entry.ParametersB, Dtype: serving.DefaultDtype, Quantization: quant,
 			GPUMemoryUtilization: serving.DefaultUtilization, MaxModelLen: ctx, Shape: entry.Shape}
-		pool := gpupool.Pool{Name: sku.Name, SKU: sku.Name, GPUModel: sku.GPU.Model, ComputeCapability: sku.GPU.ComputeCapability,
-			GPUsPerNode: sku.GPUs, GPUMemoryGB: sku.GPU.MemoryGB, GPUResourcesPerNode: sku.GPUs, MemoryPerGPUResourceGB: sku.GPU.MemoryGB}
+		pool := gpupool.NewFacts(gpupool.Spec{Name: sku.Name}, sku)
 		if why := serving.QuantizationMisfit(quant, sku.GPU.Model, sku.GPU.ComputeCapability); why != "" {
 			res.Rejected = append(res.Rejected, Rejected{sku.Name, why})
 			continue
