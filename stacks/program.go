@@ -175,25 +175,17 @@ func StackOutputs(p *plan.Plan, protect bool) (pulumi.Map, error) {
 // CostTotals are the stack's monthly costs by currency (at the pools'
 // minNodes, at maxNodes, expected), and the pools without a price.
 func CostTotals(p *plan.Plan) map[string]any {
+	byCurrency, unpriced := p.CostTotals()
 	totals := map[string]any{}
-	var unpriced []any
-	for _, pool := range p.Facts() {
-		c := p.Costs[pool.Name].Cost
-		if c == nil {
-			unpriced = append(unpriced, pool.Name)
-			continue
-		}
-		t, _ := totals[c.Currency].(map[string]any)
-		if t == nil {
-			t = map[string]any{"monthlyAtMinNodes": 0.0, "monthlyAtMaxNodes": 0.0, "monthlyExpected": 0.0}
-			totals[c.Currency] = t
-		}
-		t["monthlyAtMinNodes"] = t["monthlyAtMinNodes"].(float64) + c.AtMin
-		t["monthlyAtMaxNodes"] = t["monthlyAtMaxNodes"].(float64) + c.AtMax
-		t["monthlyExpected"] = t["monthlyExpected"].(float64) + c.Expected
+	for cur, t := range byCurrency {
+		totals[cur] = map[string]any{"monthlyAtMinNodes": t.AtMin, "monthlyAtMaxNodes": t.AtMax, "monthlyExpected": t.Expected}
 	}
 	if len(unpriced) > 0 {
-		totals["unpricedPools"] = unpriced
+		names := make([]any, len(unpriced))
+		for i, n := range unpriced {
+			names[i] = n
+		}
+		totals["unpricedPools"] = names
 	}
 	return totals
 }

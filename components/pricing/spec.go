@@ -63,6 +63,9 @@ type PoolCost struct {
 	Source   string  `json:"source"`
 }
 
+// Totals are monthly costs summed over pools.
+type Totals struct{ AtMin, AtMax, Expected float64 }
+
 // PoolShape is what the cost of a pool depends on.
 type PoolShape struct {
 	SKU                          string

@@ -99,3 +99,22 @@ func protect(cfg *config.Config, stack string) bool {
 	}
 	return strings.HasPrefix(stack, "prod")
 }
+
+// CostTotals sums the priced pools' monthly costs by currency, and names
+// the pools without a price, in pool order.
+func (p *Plan) CostTotals() (byCurrency map[string]pricing.Totals, unpriced []string) {
+	byCurrency = map[string]pricing.Totals{}
+	for _, f := range p.Facts() {
+		c := p.Costs[f.Name].Cost
+		if c == nil {
+			unpriced = append(unpriced, f.Name)
+			continue
+		}
+		t := byCurrency[c.Currency]
+		t.AtMin += c.AtMin
+		t.AtMax += c.AtMax
+		t.Expected += c.Expected
+		byCurrency[c.Currency] = t
+	}
+	return byCurrency, unpriced
+}

@@ -61,17 +61,16 @@ func CostChange(base, head *plan.Plan) []string {
 	return out
 }
 
-// totals sums the priced pools (one currency per stack in practice; the
-// table names it per pool).
+// totals sums the priced pools over currencies (one per stack in
+// practice; the table names it per pool).
 func totals(p *plan.Plan) (atMax, expected float64) {
 	if p == nil {
 		return 0, 0
 	}
-	for _, c := range p.Costs {
-		if c.Cost != nil {
-			atMax += c.Cost.AtMax
-			expected += c.Cost.Expected
-		}
+	byCurrency, _ := p.CostTotals()
+	for _, t := range byCurrency {
+		atMax += t.AtMax
+		expected += t.Expected
 	}
 	return atMax, expected
 }
