@@ -96,7 +96,7 @@ func run(args []string, out io.Writer, client *http.Client) error {
 		_, err = out.Write(b)
 		return err
 	case "table":
-		printDesigns(out, res, req.Spot)
+		printDesigns(out, res)
 		printRejected(out, res)
 		return nil
 	}
@@ -122,7 +122,7 @@ func targetPrices(target, region string, profiles priceFlags) (catalog.Section, 
 	return catalog.Section{}, nil, fmt.Errorf("--target: must be aks or natron, got %q", target)
 }
 
-func printDesigns(out io.Writer, res *sizing.Result, spot bool) {
+func printDesigns(out io.Writer, res *sizing.Result) {
 	fmt.Fprintf(out, "%s at %d tokens of context: %d designs, cheapest first\n\n", res.Model, res.Context, len(res.Designs))
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SKU\tTP\tSTREAMS/REPLICA\tREPLICAS\tNODES\tTPOT ms\tTTFT ms\tTOK/S/REPLICA\tTOK/S\tON-DEMAND/MONTH\tSPOT/MONTH")

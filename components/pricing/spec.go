@@ -1,9 +1,10 @@
 package pricing
 
 import (
+	"maps"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -37,12 +38,7 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 	if s.Currency != "" && !currencyRe.MatchString(s.Currency) {
 		errs = append(errs, check.Invalid(p.Child("currency"), s.Currency, "must be an ISO 4217 code such as USD or EUR"))
 	}
-	keys := make([]string, 0, len(s.Prices))
-	for k := range s.Prices {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(s.Prices)) {
 		if v := s.Prices[k]; v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
 			errs = append(errs, check.Invalid(p.Child("prices").Key(k), v, "must be an hourly price > 0"))
 		}

@@ -101,18 +101,9 @@ func smallestTP(m ModelSpec, pool gpupool.Pool, want int) int {
 	return tps[len(tps)-1]
 }
 
-// sizeB is the model's size in billions of parameters, from its weights
-// where only those are given.
-func (m ModelSpec) sizeB() float64 {
-	if m.ParametersB > 0 {
-		return m.ParametersB
-	}
-	return m.Model().SizeB()
-}
-
 // EstimateWarning is what the program logs for a model whose KV cache is
 // estimated: the keys that would make it exact.
 func EstimateWarning(key string, m ModelSpec, from string) string {
 	return fmt.Sprintf("%s: the KV cache of %s is estimated from %s, the catalog model nearest its %.3gB parameters; name the model (%s.model: one of %v) or give its shape (%s.shape: {layers, attentionHeads, kvHeads, headDim, hiddenSize}) for an exact fit",
-		key, m.Name, from, m.sizeB(), key, models.Known.Names(), key)
+		key, m.Name, from, m.Model().SizeB(), key, models.Known.Names(), key)
 }

@@ -122,12 +122,12 @@ func Plan(req Requirements, section catalog.Section, prices pricing.Table) (*Res
 			res.Rejected = append(res.Rejected, Rejected{sku.Name, why})
 			continue
 		}
-		var reasons []string
-		found := false
+		// the largest tensor parallelism's reason: the closest it came
+		reason, found := "", false
 		for _, tp := range serving.TensorParallels(m, pool) {
 			d, why := design(req, entry, m, pool, sku, tp, ctx, prompt)
 			if d == nil {
-				reasons = append(reasons, why)
+				reason = why
 				if t := NewDeployment(entry, m, sku, tp).TPOT(1, ctx); serving.Sizing(m, pool, tp).KVTokens() >= ctx && t < closestTPOT {
 					closestTPOT, closest = t, fmt.Sprintf("%s at tensorParallel %d: %.1f ms per token", sku.Name, tp, t*1000)
 				}
@@ -137,9 +137,8 @@ func Plan(req Requirements, section catalog.Section, prices pricing.Table) (*Res
 			res.Designs = append(res.Designs, *d)
 			found = true
 		}
-		if !found && len(reasons) > 0 {
-			// the largest tensor parallelism's reason: the closest it came
-			res.Rejected = append(res.Rejected, Rejected{sku.Name, reasons[len(reasons)-1]})
+		if !found && reason != "" {
+			res.Rejected = append(res.Rejected, Rejected{sku.Name, reason})
 		}
 	}
 	if len(res.Designs) == 0 {
@@ -177,11 +176,13 @@ func design(req Requirements, entry models.Model, m serving.Model, pool gpupool.
 	}
 	replicas := ceilDiv(req.Concurrency, batch)
 	perNode := sku.GPUs / tp
+	tpot := d.TPOT(batch, ctx)
+	perReplica := float64(batch) / tpot // TokensPerSecond
 	return &Design{
 		SKU: sku.Name, GPU: sku.GPU.Model, NodeGPUs: sku.GPUs, TensorParallel: tp, Batch: batch, Replicas: replicas,
 		MinNodes: 1, MaxNodes: ceilDiv(replicas, perNode),
-		TPOTMs: round1(d.TPOT(batch, ctx) * 1000), TTFTMs: round1(d.TTFT(prompt) * 1000),
-		TokensPerSec: round1(d.TokensPerSecond(batch, ctx)), TotalTokensSec: round1(d.TokensPerSecond(batch, ctx) * float64(replicas)),
+		TPOTMs: round1(tpot * 1000), TTFTMs: round1(d.TTFT(prompt) * 1000),
+		TokensPerSec: round1(perReplica), TotalTokensSec: round1(perReplica * float64(replicas)),
 	}, ""
 }
 
