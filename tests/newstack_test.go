@@ -139,15 +139,9 @@ func TestREADMECommands(t *testing.T) {
 	}
 }
 
-// What stops make preview, before the engine prints anything and before
-// the stack exists: config problems, printed once as the program's own
-// message; a missing API key where no plugin could generate one; a stack
-// file copied with another stack's salt, with a hint. Secrets in plain text
-// draw a warning naming the key.
-func TestPreviewStopsEarly(t *testing.T) {
-	t.Parallel()
-	n := newNewcomer(t)
-	base := `config:
+// natronRenderStack is the head of a bare-metal stack file that renders
+// (no kubeconfigs needed), for the tests to add pools and models to.
+const natronRenderStack = `config:
   gpu-node-pools:target: natron
   gpu-node-pools:renderDir: rendered
   gpu-node-pools:natron:
@@ -157,6 +151,16 @@ func TestPreviewStopsEarly(t *testing.T) {
     kubernetesVersion: v1.33.4
     image: {url: "https://images.example/u.qcow2", checksum: "https://images.example/u.qcow2.sha256sum"}
 `
+
+// What stops make preview, before the engine prints anything and before
+// the stack exists: config problems, printed once as the program's own
+// message; a missing API key where no plugin could generate one; a stack
+// file copied with another stack's salt, with a hint. Secrets in plain text
+// draw a warning naming the key.
+func TestPreviewStopsEarly(t *testing.T) {
+	t.Parallel()
+	n := newNewcomer(t)
+	base := natronRenderStack
 	tests := []struct {
 		stack, extra string
 		want         []string // each exactly once
@@ -227,16 +231,7 @@ func TestPreviewStopsEarly(t *testing.T) {
 func TestRawPreviewPrintsTheProgramsMessage(t *testing.T) {
 	t.Parallel()
 	n := newNewcomer(t)
-	stack := `config:
-  gpu-node-pools:target: natron
-  gpu-node-pools:renderDir: rendered
-  gpu-node-pools:natron:
-    site: natron-cloud
-    clusterName: acme
-    namespace: capi-acme
-    kubernetesVersion: v1.33.4
-    image: {url: "https://images.example/u.qcow2", checksum: "https://images.example/u.qcow2.sha256sum"}
-  gpu-node-pools:pools:
+	stack := natronRenderStack + `  gpu-node-pools:pools:
     - {name: a100, sku: a100-80gb-x8, minNodes: 3, maxNodes: 2}
 `
 	if err := os.WriteFile(filepath.Join(n.dir, "Pulumi.drifted.yaml"), []byte(stack), 0o644); err != nil {
