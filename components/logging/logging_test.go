@@ -2,6 +2,7 @@ package logging_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,13 +48,15 @@ func TestAlloyChartRenders(t *testing.T) {
 	s := logging.Spec{Install: true, LokiURL: "http://loki-gateway.loki.svc/loki/api/v1/push"}.Defaults()
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
 	objs := helmtest.RenderRelease(t, charts, logging.Release(s, pools(t), charts), s.Namespace)
-	var ds, cm map[string]any
+	var ds, cm, role map[string]any
 	for _, o := range objs {
 		switch o["kind"] {
 		case "DaemonSet":
 			ds = o
 		case "ConfigMap":
 			cm = o
+		case "ClusterRole":
+			role = o
 		case "CustomResourceDefinition":
 			t.Errorf("the chart installs a CRD: %v", o["metadata"])
 		}
@@ -92,6 +95,20 @@ func TestAlloyChartRenders(t *testing.T) {
 		if seen["HOSTNAME"] != 1 {
 			t.Errorf("alloy's HOSTNAME is set %d times: %v", seen["HOSTNAME"], c["env"])
 		}
+	}
+	// loki.source.kubernetes lists the pods and reads their logs through
+	// the API server: the chart's ClusterRole must allow both
+	allows := func(resource, verb string) bool {
+		for _, r := range role["rules"].([]any) {
+			r := r.(map[string]any)
+			if slices.Contains(r["resources"].([]any), any(resource)) && slices.Contains(r["verbs"].([]any), any(verb)) {
+				return true
+			}
+		}
+		return false
+	}
+	if role == nil || !allows("pods", "list") || !allows("pods", "watch") || !allows("pods/log", "get") {
+		t.Errorf("the chart's ClusterRole does not let Alloy list pods and read their logs: %v", role)
 	}
 	config := cm["data"].(map[string]any)["config.alloy"].(string)
 	if !strings.Contains(config, `url = "http://loki-gateway.loki.svc/loki/api/v1/push"`) || !strings.Contains(config, `loki.source.kubernetes "pods"`) {
