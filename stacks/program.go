@@ -13,6 +13,9 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/components/plain"
@@ -66,14 +69,21 @@ func Deploy(ctx *pulumi.Context, p *plan.Plan) error {
 			return err
 		}
 	}
-	return deployWorkloads(ctx, p, providers.Workload, p.Protect)
+	toGitOps := providers.Workload
+	if p.GitOps != nil { // validated: only with renderDir
+		if toGitOps, err = target.RenderProvider(ctx, target.GitOpsDir, p.RenderDir); err != nil {
+			return err
+		}
+	}
+	return deployWorkloads(ctx, p, providers.Workload, toGitOps, providers.Management != nil, p.Protect)
 }
 
 // WorkloadProgram runs only the workload-cluster side of a stack (platform
 // layer, policies, model serving) against the cluster that kubeconfig
 // reaches, for pools that exist already: tooling uses it to check an AKS
 // stack's Kubernetes objects on a staging or test API server without
-// touching Azure. It registers no pool and no cloud resource.
+// touching Azure. It registers no pool and no cloud resource; the GitOps
+// objects, if any, go to the same cluster.
 func WorkloadProgram(kubeconfig secret.Secret) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
 		p, err := plan.Load(rawConfig(ctx), ctx.Stack())
@@ -84,14 +94,16 @@ func WorkloadProgram(kubeconfig secret.Secret) pulumi.RunFunc {
 		if err != nil {
 			return err
 		}
-		return deployWorkloads(ctx, p, workload, false)
+		return deployWorkloads(ctx, p, workload, workload, p.Target.Name() == catalog.Natron, false)
 	}
 }
 
 // deployWorkloads registers what runs in the workload cluster on top of
-// the pools (the platform layer, the policies, model serving) and exports
-// the outputs; poolsProtected is what the protect output reports.
-func deployWorkloads(ctx *pulumi.Context, p *plan.Plan, workload *kubernetes.Provider, poolsProtected bool) error {
+// the pools (the platform layer, the policies, model serving, backups), the
+// GitOps objects (through toGitOps; management says whether there is a
+// management tree to sync) and exports the outputs; poolsProtected is what
+// the protect output reports.
+func deployWorkloads(ctx *pulumi.Context, p *plan.Plan, workload, toGitOps *kubernetes.Provider, management, poolsProtected bool) error {
 	outputs, err := StackOutputs(p, poolsProtected)
 	if err != nil {
 		return err
@@ -115,6 +127,7 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Plan, workload *kubernetes.Pro
 			return err
 		}
 	}
+	var external []secret.External
 	if p.Serving != nil {
 		ms, err := serving.NewModelServing(ctx, "serving", &serving.Args{Plan: *p.Serving, Workload: workload}, pulumi.DependsOn(after))
 		if err != nil {
@@ -127,9 +140,27 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Plan, workload *kubernetes.Pro
 		}
 		outputs["models"] = endpoints
 		outputs["apiKey"] = ms.APIKey // a secret
-		if len(ms.ExternalSecrets) > 0 {
-			outputs["externalSecrets"] = pulumi.ToStringArray(ms.ExternalSecrets)
+		external = append(external, ms.ExternalSecrets...)
+	}
+	if p.Backup.Enabled {
+		b, err := backup.NewBackups(ctx, "backup", &backup.Args{Spec: p.Backup, Namespaces: p.BackupNamespaces, SkipClasses: p.BackupSkipClasses,
+			ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != "", Workload: workload})
+		if err != nil {
+			return err
 		}
+		outputs["backupSchedule"] = b.Schedule
+		external = append(external, b.ExternalSecrets...)
+	}
+	if len(external) > 0 {
+		outputs["externalSecrets"] = externalSecrets(external)
+	}
+	if p.GitOps != nil {
+		d, err := gitops.NewDelivery(ctx, "gitops", &gitops.Args{Spec: *p.GitOps, Prefix: p.GitOpsPrefix, Management: management,
+			ExternalSecrets: external, GitOps: toGitOps, Workload: workload})
+		if err != nil {
+			return err
+		}
+		outputs["gitops"] = d.Objects
 	}
 	for _, k := range plain.SortedKeys(outputs) {
 		ctx.Export(k, outputs[k])
@@ -211,6 +242,20 @@ func rawConfig(ctx *pulumi.Context) map[string]string {
 		}
 	}
 	return raw
+}
+
+// externalSecrets are the Secrets a render leaves out, as the output
+// lists them: namespace, name and the keys each must hold.
+func externalSecrets(list []secret.External) pulumi.Array {
+	out := pulumi.Array{}
+	for _, e := range list {
+		keys := make([]any, len(e.Keys))
+		for i, k := range e.Keys {
+			keys[i] = k
+		}
+		out = append(out, plain.Map(map[string]any{"namespace": e.Namespace, "name": e.Name, "keys": keys}))
+	}
+	return out
 }
 
 func tolerations(ts []gpupool.Toleration) pulumi.Array {

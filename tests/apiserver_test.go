@@ -15,6 +15,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 	"sigs.k8s.io/yaml"
 
+	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/components/secret"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
@@ -135,9 +136,11 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 	srv := kubeapi.Start(t)
 	crds := filepath.Join(pulumitest.SharedDir(t), "crds")
 	srv.ApplyCRDs(t, filepath.Join(crds, "cluster-api"), filepath.Join(crds, "cluster-api-provider-metal3"),
-		filepath.Join(crds, "kyverno", "kyverno.io_clusterpolicies.yaml"), filepath.Join(crds, "cilium", "ciliumnetworkpolicies.yaml"))
+		filepath.Join(crds, "kyverno", "kyverno.io_clusterpolicies.yaml"), filepath.Join(crds, "cilium", "ciliumnetworkpolicies.yaml"),
+		filepath.Join(crds, "velero"))
 	installMonitoringCRDs(t, srv)
 	srv.Kubectl(t, "create", "namespace", "capi-acme") // where the customer's Cluster lives
+	srv.Kubectl(t, "create", "namespace", "velero")    // the customer's Velero
 
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -151,6 +154,9 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		natron.Kubeconfig, natron.ManagementKubeconfig = kc, kc
 		cfg.Storage.AccessKey, cfg.Storage.SecretKey = secret.Secret(marker+"-access"), secret.Secret(marker+"-secret")
 		cfg.Serving.APIKey = secret.Secret(marker + "-apikey")
+		backupStore := *cfg.Backup.Location
+		backupStore.AccessKey, backupStore.SecretKey = secret.Secret(marker+"-backup-access"), secret.Secret(marker+"-backup-secret")
+		cfg.Backup.Location = &backupStore
 		cfg.Platform.SkipAwait = true // no kubelet: pods never start here
 		s, err := automation.OpenStack(ctx, "acme-live", cfg, e)
 		upHidingSecrets(ctx, t, s, err, marker)
@@ -169,7 +175,10 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			"networkpolicies.networking.k8s.io":                      {"-n", "models"},
 			"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":      {"-n", "capi-acme"},
 			"metal3machinetemplates.infrastructure.cluster.x-k8s.io": {"-n", "capi-acme"},
+			"schedules.velero.io":                                    {"-n", "velero"},
+			"backupstoragelocations.velero.io":                       {"-n", "velero"},
 		}, map[string]int{"machinedeployments.cluster.x-k8s.io": 3, "clusterpolicies.kyverno.io": 5})
+		checkBackups(t, srv, marker)
 		checkLiveEngine(t, srv, "llama3-8b")
 		checkEgressPolicyValidated(t, srv)
 		// The Secrets do hold the values: the marker search below is live.
@@ -298,6 +307,28 @@ func checkEgressPolicyValidated(t *testing.T, srv *kubeapi.Server) {
 	helmtest.Get(bad, "spec", "egress").([]any)[1].(map[string]any)["toFQDNs"] = []any{map[string]any{"matchName": "s3 natron/cloud"}}
 	if out, err := srv.TryCreate(t, bad); err == nil || !strings.Contains(out, "matchName") {
 		t.Errorf("a CiliumNetworkPolicy with an invalid host name: err %v, server said %q", err, out)
+	}
+}
+
+// checkBackups: Velero's CRDs admitted the Schedule over the program's
+// namespaces, with the weights policy, and the Ceph location reading the
+// credentials Secret, which holds the configured keys; the weights claim
+// carries Velero's exclude label.
+func checkBackups(t *testing.T, srv *kubeapi.Server, marker string) {
+	t.Helper()
+	if got := srv.Kubectl(t, "get", "schedules.velero.io", backup.ScheduleName, "-n", "velero", "-o",
+		"jsonpath={.spec.template.includedNamespaces} {.spec.template.resourcePolicy.name}"); got != `["batch","gpu-platform","logging","models"] `+backup.PolicyName {
+		t.Errorf("Schedule: %s", got)
+	}
+	if got := srv.Kubectl(t, "get", "backupstoragelocations.velero.io", "-n", "velero", "-o", "jsonpath={.items[0].spec.credential.name}"); got != backup.CredentialsName {
+		t.Errorf("location's credential %q", got)
+	}
+	data := srv.Kubectl(t, "get", "secret", backup.CredentialsName, "-n", "velero", "-o", "go-template={{range .data}}{{. | base64decode}}{{end}}")
+	if !strings.Contains(data, marker+"-backup-access") || !strings.Contains(data, "aws_secret_access_key="+marker+"-backup-secret") {
+		t.Errorf("the backup credentials Secret does not hold the configured keys")
+	}
+	if got := srv.Kubectl(t, "get", "pvc", serving.WeightsClaim("llama3-8b"), "-n", "models", "-o", `jsonpath={.metadata.labels.velero\.io/exclude-from-backup}`); got != "true" {
+		t.Errorf("weights claim exclude label %q", got)
 	}
 }
 

@@ -130,6 +130,14 @@ func loggingResources() []string {
 	return []string{"gpu-node-pools:logging:LogCollector::logging", "kubernetes:core/v1:Namespace::logging-namespace", chartType + "::logging-alloy"}
 }
 
+// backupResources are what the dev stack's backup block registers: the
+// component, the weights' resource policy, the Ceph location and the
+// Schedule (a render: no credentials Secret).
+func backupResources() []string {
+	return []string{"gpu-node-pools:backup:Backups::backup", "kubernetes:core/v1:ConfigMap::backup-policy",
+		"kubernetes:velero.io/v1:BackupStorageLocation::backup-location", "kubernetes:velero.io/v1:Schedule::backup-schedule"}
+}
+
 // poolConfig is a pool as written in the stack file.
 type poolConfig struct {
 	Name         string            `json:"name"`
@@ -357,6 +365,7 @@ func TestDevStackUnderMocks(t *testing.T) {
 	want = append(want, servingResources([]string{"llama3-8b"}, []string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true, serving.Cilium)...)
 	want = append(want, policyResources()...)
 	want = append(want, loggingResources()...)
+	want = append(want, backupResources()...)
 	for _, p := range pools {
 		want = append(want, metalPoolType+"::"+p.Name, mdType+"::"+p.Name+"-deployment",
 			kctType+"::"+p.Name+"-bootstrap", m3mtType+"::"+p.Name+"-machines")

@@ -184,7 +184,11 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "  %s/workload    objects for the workload cluster\n", r.Dir)
 	fmt.Fprintf(stdout, "  %s/management  Cluster API objects for the management cluster\n", r.Dir)
 	if list, ok := r.ExternalSecrets.([]any); ok && len(list) > 0 {
-		fmt.Fprintf(stdout, "Secrets are not written to files; create these with your secret manager: %v\n", list)
+		fmt.Fprintln(stdout, "Secrets are not written to files; create these with your secret manager (or set gitops.externalSecrets):")
+		for _, e := range list {
+			m, _ := e.(map[string]any)
+			fmt.Fprintf(stdout, "  %v/%v  keys: %v\n", m["namespace"], m["name"], m["keys"])
+		}
 	}
 	return nil
 }

@@ -15,3 +15,12 @@ func (Secret) GoString() string { return "[secret]" }
 func (s Secret) Output() pulumi.StringOutput {
 	return pulumi.ToSecret(pulumi.String(string(s))).(pulumi.StringOutput)
 }
+
+// External is a Secret a render leaves out (its values would be plain text
+// in the files): where it goes and the keys it must hold, for the
+// cluster's secret manager or External Secrets Operator to provide.
+type External struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Keys      []string `json:"keys"`
+}

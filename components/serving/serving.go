@@ -2,6 +2,7 @@ package serving
 
 import (
 	"fmt"
+	"github.com/natron/gpu-node-pools/components/backup"
 	"math"
 	"slices"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/plain"
 	"github.com/natron/gpu-node-pools/components/podsecurity"
+	"github.com/natron/gpu-node-pools/components/secret"
 )
 
 // ModelServingType is the component's type token.
@@ -115,7 +117,7 @@ type ModelServing struct {
 	Endpoints map[string]ModelEndpoint
 	// ExternalSecrets are the Secrets to create with the cluster's secret
 	// manager when rendering (their names, in the serving namespace).
-	ExternalSecrets []string
+	ExternalSecrets []secret.External
 }
 
 // ModelEndpoint is where a model answers, the id clients ask for, and
@@ -230,21 +232,21 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 	ms.APIKey = pulumi.ToSecret(key.ToStringOutput()).(pulumi.StringOutput)
 	secrets := []struct {
 		name, resource string
-		data           func() pulumi.StringMapInput
+		data           func() pulumi.StringMap
 		needed         bool
 	}{
-		{APIKeySecret, "-api-key-secret", func() pulumi.StringMapInput { return pulumi.StringMap{APIKeyField: ms.APIKey} }, true},
-		{StorageSecret, "-storage-secret", func() pulumi.StringMapInput { return pulumi.ToSecret(plan.Storage.Env()).(pulumi.StringMapOutput) }, len(plan.Engines) > 0},
+		{APIKeySecret, "-api-key-secret", func() pulumi.StringMap { return pulumi.StringMap{APIKeyField: ms.APIKey} }, true},
+		{StorageSecret, "-storage-secret", func() pulumi.StringMap { return plan.Storage.Env() }, len(plan.Engines) > 0},
 	}
 	for _, sec := range secrets {
 		switch {
 		case !sec.needed:
 		case plan.Rendering:
-			ms.ExternalSecrets = append(ms.ExternalSecrets, sec.name)
+			ms.ExternalSecrets = append(ms.ExternalSecrets, secret.External{Namespace: ns, Name: sec.name, Keys: plain.SortedKeys(sec.data())})
 		default:
 			if _, err := corev1.NewSecret(ctx, name+sec.resource, &corev1.SecretArgs{
 				Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(sec.name), Namespace: pulumi.String(ns)},
-				StringData: sec.data(),
+				StringData: pulumi.ToSecret(sec.data()).(pulumi.StringMapOutput),
 			}, inNS...); err != nil {
 				return fail("secret "+sec.name, err)
 			}
@@ -306,6 +308,8 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 				Name: pulumi.String(WeightsClaim(m.Name)), Namespace: pulumi.String(ns),
 				// binding may wait for the first consumer (the download)
 				Annotations: pulumi.StringMap{"pulumi.com/skipAwait": pulumi.String("true")},
+				// the weights live in object storage: never in a backup
+				Labels: pulumi.StringMap{backup.ExcludeLabel: pulumi.String("true")},
 			},
 			Spec: &corev1.PersistentVolumeClaimSpecArgs{
 				AccessModes:      pulumi.StringArray{pulumi.String("ReadWriteMany")},

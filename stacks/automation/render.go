@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/stacks/config"
 )
@@ -82,6 +83,11 @@ func Render(ctx context.Context, name string, cfg *config.Config, e Engine) (*Re
 		return nil, fmt.Errorf("stack %s: render: %w", name, err)
 	}
 	outputs, _, err := s.Up(ctx)
+	if err == nil {
+		// layers, sync waves and kustomization.yaml: the files as GitOps
+		// tools and kubectl apply -k take them
+		err = gitops.Arrange(dir)
+	}
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		if had {

@@ -142,6 +142,16 @@ func blocks() []Block {
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
 			return c.Logging.Validate(p)
 		},
+	}, Block{
+		Key: "backup", Secret: func(c *Config) bool { return c.Backup.HasSecrets() }, field: func(c *Config) any { return &c.Backup },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			return c.Backup.Validate(p)
+		},
+	}, Block{
+		Key: "gitops", Secret: never, field: func(c *Config) any { return &c.GitOps },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			return c.GitOps.Validate(p, c.RenderDir != "")
+		},
 	})
 }
 

@@ -6,6 +6,8 @@
 package config
 
 import (
+	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/logging"
@@ -51,6 +53,11 @@ type Config struct {
 	Pricing pricing.Spec
 	// Logging gets the GPU nodes' logs to the customer's Loki.
 	Logging logging.Spec
+	// Backup backs up what the program runs with Velero.
+	Backup backup.Spec
+	// GitOps syncs the rendered files with the platform's Argo CD or
+	// Flux (nil: not set up by the program).
+	GitOps *gitops.Spec
 }
 
 // Key is the full path of a top-level key, gpu-node-pools:<k>.

@@ -8,6 +8,8 @@ package plan
 import (
 	"strings"
 
+	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/components/platform"
@@ -58,6 +60,16 @@ type Plan struct {
 	// collector needs to run on every node of the pools.
 	Logging        logging.Spec
 	LogTolerations []gpupool.Toleration
+	// Backup is the defaulted backup block; BackupNamespaces the
+	// namespaces its Schedule covers and BackupSkipClasses the storage
+	// classes it never backs up (the weight caches').
+	Backup backup.Spec
+	// GitOps is the defaulted gitops block (nil without one), and
+	// GitOpsPrefix the start of its objects' names.
+	GitOps            *gitops.Spec
+	GitOpsPrefix      string
+	BackupNamespaces  []string
+	BackupSkipClasses []string
 }
 
 // Cost is one pool's monthly cost, or why there is none.

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/components/check"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/helm"
@@ -69,6 +70,14 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, 
 	p.Costs = costs(cfg.Pricing, p)
 	p.Logging = cfg.Logging.Defaults()
 	p.LogTolerations = logging.Tolerations(p.Facts())
+	if cfg.GitOps != nil {
+		g := cfg.GitOps.Defaults(stack)
+		p.GitOps, p.GitOpsPrefix = &g, objectName(stack)+"-gpu"
+	}
+	if cfg.Backup.Enabled {
+		p.Backup = cfg.Backup.Defaults()
+		p.BackupNamespaces, p.BackupSkipClasses = backupScope(p, options)
+	}
 	p.Images = ownImages(p, options)
 	p.Identity = r.resolveIdentity(t, options)
 	// Both checks read the GPU stack's charts: not when it was reported.
@@ -256,6 +265,10 @@ func ownImages(p *Plan, o serving.Options) []policy.Image {
 			out = append(out, policy.Image{Ref: img, By: config.Key("logging") + ".install (Grafana Alloy)"})
 		}
 	}
+	if p.Backup.Install {
+		out = append(out, policy.Image{Ref: p.Backup.Chart.Images[0], By: config.Key("backup") + ".install (Velero)"},
+			policy.Image{Ref: backup.Plugins[p.Backup.Location.Provider], By: config.Key("backup") + ".location.provider (Velero's plugin)"})
+	}
 	if p.Serving == nil {
 		return out
 	}
@@ -281,6 +294,9 @@ func charts(p *Plan) []helm.Chart {
 	}
 	if p.Logging.Install {
 		out = append(out, p.Logging.Chart)
+	}
+	if p.Backup.Install {
+		out = append(out, p.Backup.Chart)
 	}
 	return out
 }
@@ -322,4 +338,37 @@ func costs(spec pricing.Spec, p *Plan) map[string]Cost {
 		out[f.Name] = Cost{Cost: c, Note: note}
 	}
 	return out
+}
+
+// backupScope is what the backup Schedule covers: every namespace the
+// program owns (the GPU platform's, the log collector's when installed,
+// the model servers' and the batch jobs'), and the storage class of the
+// weight caches, which it never backs up (the weights are in object
+// storage).
+func backupScope(p *Plan, o serving.Options) (namespaces, skipClasses []string) {
+	namespaces = []string{p.Platform.Namespace}
+	if p.Logging.Install {
+		namespaces = append(namespaces, p.Logging.Namespace)
+	}
+	if p.Serving != nil {
+		namespaces = append(namespaces, o.Namespace, o.BatchNamespace)
+		if len(p.Serving.Engines) > 0 {
+			skipClasses = append(skipClasses, o.StorageClass)
+		}
+	}
+	return namespaces, skipClasses
+}
+
+// objectName makes a stack name (letters, digits, '-', '_', '.') a
+// Kubernetes object name's start.
+func objectName(stack string) string {
+	return strings.Trim(strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, stack), "-")
 }

@@ -101,6 +101,9 @@ type Providers struct {
 const (
 	WorkloadDir   = "workload"
 	ManagementDir = "management"
+	// GitOpsDir holds the GitOps tool's own objects (Applications or
+	// Kustomizations), which sync the other two.
+	GitOpsDir = "gitops"
 )
 
 // RenderProvider writes objects as YAML under renderDir/<name> (name is

@@ -1,0 +1,370 @@
+// Package backup backs up the configuration of what the program runs with
+// the customer's Velero: a Schedule over the namespaces the program owns,
+// a resource policy that leaves the model weights out (they live in object
+// storage), a backup storage location in the customer's store when the
+// stack names one, and Velero itself only where a stack asks for it.
+package backup
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/podsecurity"
+	"github.com/natron/gpu-node-pools/components/secret"
+)
+
+// Spec is the backup block (gpu-node-pools:backup). A render cannot look
+// at the cluster, so backups are switched on by config, not detected.
+type Spec struct {
+	Enabled bool `json:"enabled,omitempty"`
+	// Install runs Velero (the pinned chart) in Namespace; without it the
+	// cluster's own Velero runs the Schedule.
+	Install bool `json:"install,omitempty"`
+	// Namespace is Velero's namespace (default velero).
+	Namespace string `json:"namespace,omitempty"`
+	// Schedule is a five-field cron schedule, in Velero's time zone (UTC
+	// unless its server says otherwise); default 0 3 * * *.
+	Schedule string `json:"schedule,omitempty"`
+	// TTL is how long a backup is kept (a Go duration, default 720h).
+	TTL string `json:"ttl,omitempty"`
+	// StorageLocation names the BackupStorageLocation the backups go to:
+	// the cluster's own (default "default"), or the one Location creates
+	// (default gpu-node-pools).
+	StorageLocation string `json:"storageLocation,omitempty"`
+	// Location is the customer's store, for a BackupStorageLocation the
+	// program creates.
+	Location *Location `json:"location,omitempty"`
+	// Chart overrides the pinned Velero chart; Values are extra values.
+	Chart  helm.Chart     `json:"chart,omitempty"`
+	Values map[string]any `json:"values,omitempty"`
+}
+
+// Location is a backup store: Azure Blob (provider azure, signing in with
+// Entra ID) or an S3 store such as Ceph's (provider aws).
+type Location struct {
+	Provider string `json:"provider"`
+	// Bucket is the S3 bucket or the Blob container; Prefix a folder in it.
+	Bucket string `json:"bucket"`
+	Prefix string `json:"prefix,omitempty"`
+	// Azure: the storage account, its resource group and subscription
+	// (default: the cluster's), and the managed identity Velero signs in
+	// as through workload identity (with install).
+	StorageAccount string `json:"storageAccount,omitempty"`
+	ResourceGroup  string `json:"resourceGroup,omitempty"`
+	SubscriptionID string `json:"subscriptionId,omitempty"`
+	ClientID       string `json:"clientId,omitempty"`
+	// S3: the endpoint (path-style addressing, as Ceph's RGW serves it),
+	// the region (default "default", which Ceph accepts) and the keys.
+	S3URL     string        `json:"s3Url,omitempty"`
+	Region    string        `json:"region,omitempty"`
+	AccessKey secret.Secret `json:"accessKey,omitempty"`
+	SecretKey secret.Secret `json:"secretKey,omitempty"`
+}
+
+// Providers are Velero's object-store providers this block supports.
+const (
+	Azure = "azure"
+	AWS   = "aws"
+)
+
+// Provider names the providers, for messages.
+var ProviderNames = []string{Azure, AWS}
+
+// VeleroChart is the pinned Velero chart (app v1.18.1) and the images it
+// runs with the program's values: Velero and one object-store plugin.
+var VeleroChart = helm.Chart{Name: "velero", Version: "12.1.0", Repo: "https://vmware-tanzu.github.io/helm-charts",
+	Images: []string{"docker.io/velero/velero", "docker.io/velero/velero-plugin-for-aws", "docker.io/velero/velero-plugin-for-microsoft-azure"}}
+
+// Plugins are the object-store plugin images by provider: the v1.14 line
+// is the one for Velero 1.18 (velero-io/velero discussions 10508 and
+// 10563, 2026).
+var Plugins = map[string]string{
+	AWS:   "docker.io/velero/velero-plugin-for-aws:v1.14.2",
+	Azure: "docker.io/velero/velero-plugin-for-microsoft-azure:v1.14.2",
+}
+
+// Defaults.
+const (
+	DefaultNamespace       = "velero"
+	DefaultSchedule        = "0 3 * * *"
+	DefaultTTL             = "720h"
+	DefaultLocation        = "default"
+	DefaultCreatedLocation = "gpu-node-pools"
+	DefaultRegion          = "default"
+)
+
+// HasSecrets reports whether the block holds a secret value.
+func (s Spec) HasSecrets() bool {
+	return s.Location != nil && (s.Location.AccessKey != "" || s.Location.SecretKey != "")
+}
+
+// Validate checks the block as written.
+func (s Spec) Validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if !s.Enabled {
+		if s.Install || s.Location != nil || s.Schedule != "" || s.TTL != "" || len(s.Values) > 0 {
+			errs = append(errs, check.Forbidden(p.Child("enabled"), s.Enabled, "the other backup keys take effect only with enabled: true"))
+		}
+		return errs
+	}
+	if s.Namespace != "" && !check.DNSLabel(s.Namespace) {
+		errs = append(errs, check.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
+	}
+	if s.Schedule != "" {
+		// Velero parses its schedules with this parser
+		// (pkg/controller/schedule_controller.go, v1.18.1).
+		if _, err := cron.ParseStandard(s.Schedule); err != nil {
+			errs = append(errs, check.Invalid(p.Child("schedule"), s.Schedule, "must be a cron schedule such as %q: %v", DefaultSchedule, err))
+		}
+	}
+	if s.TTL != "" {
+		if d, err := time.ParseDuration(s.TTL); err != nil || d <= 0 {
+			errs = append(errs, check.Invalid(p.Child("ttl"), s.TTL, "must be a positive duration such as 720h (30 days)"))
+		}
+	}
+	if s.StorageLocation != "" && !check.DNSSubdomain(s.StorageLocation) {
+		errs = append(errs, check.Invalid(p.Child("storageLocation"), s.StorageLocation, "must be a Kubernetes object name"))
+	}
+	if s.Location != nil {
+		errs = append(errs, s.Location.validate(p.Child("location"), s.Install)...)
+	}
+	if len(s.Values) > 0 && !s.Install {
+		errs = append(errs, check.Forbidden(p.Child("values"), "(values)", "values configure the Velero the program installs: set install: true, or leave them out"))
+	}
+	if s.Install && s.Location == nil {
+		errs = append(errs, check.Required(p.Child("location"), "required with install: the Velero the program installs needs a store (provider %s)", strings.Join(ProviderNames, " or ")))
+	}
+	return append(errs, s.Chart.Validate(p.Child("chart"), VeleroChart.Version)...)
+}
+
+func (l *Location) validate(p *field.Path, install bool) field.ErrorList {
+	var errs field.ErrorList
+	if !slices.Contains(ProviderNames, l.Provider) {
+		return append(errs, check.NotSupported(p.Child("provider"), l.Provider, ProviderNames))
+	}
+	if l.Bucket == "" || !check.DNSSubdomain(l.Bucket) {
+		errs = append(errs, check.Invalid(p.Child("bucket"), l.Bucket, "required: the bucket (S3) or blob container (Azure), lower-case letters, digits, '-' and '.'"))
+	}
+	forbid := func(key string, set bool) {
+		if set {
+			errs = append(errs, check.Forbidden(p.Child(key), "(set)", "not read with provider %s", l.Provider))
+		}
+	}
+	switch l.Provider {
+	case Azure:
+		if l.StorageAccount == "" {
+			errs = append(errs, check.Required(p.Child("storageAccount"), "required with provider azure: the storage account holding the container"))
+		}
+		if l.ResourceGroup == "" {
+			errs = append(errs, check.Required(p.Child("resourceGroup"), "required with provider azure: the storage account's resource group"))
+		}
+		if l.ClientID != "" && !install {
+			errs = append(errs, check.Forbidden(p.Child("clientId"), l.ClientID, "the identity of the Velero the program installs: set install: true, or give the cluster's Velero its identity"))
+		}
+		forbid("s3Url", l.S3URL != "")
+		forbid("region", l.Region != "")
+		forbid("accessKey", l.AccessKey != "")
+		forbid("secretKey", l.SecretKey != "")
+	case AWS:
+		if u, err := url.Parse(l.S3URL); l.S3URL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, check.Invalid(p.Child("s3Url"), l.S3URL, "required with provider aws: the S3 endpoint, e.g. https://s3.natron-cloud.example"))
+		}
+		if l.AccessKey == "" {
+			errs = append(errs, check.Required(p.Child("accessKey"), "required with provider aws, as a secret (pulumi config set --secret)"))
+		}
+		if l.SecretKey == "" {
+			errs = append(errs, check.Required(p.Child("secretKey"), "required with provider aws, as a secret (pulumi config set --secret)"))
+		}
+		forbid("storageAccount", l.StorageAccount != "")
+		forbid("resourceGroup", l.ResourceGroup != "")
+		forbid("subscriptionId", l.SubscriptionID != "")
+		forbid("clientId", l.ClientID != "")
+	}
+	return errs
+}
+
+// Defaults fills what the block leaves out.
+func (s Spec) Defaults() Spec {
+	if s.Namespace == "" {
+		s.Namespace = DefaultNamespace
+	}
+	if s.Schedule == "" {
+		s.Schedule = DefaultSchedule
+	}
+	if s.TTL == "" {
+		s.TTL = DefaultTTL
+	}
+	if s.StorageLocation == "" {
+		s.StorageLocation = DefaultLocation
+		if s.Location != nil {
+			s.StorageLocation = DefaultCreatedLocation
+		}
+	}
+	if s.Location != nil && s.Location.Provider == AWS && s.Location.Region == "" {
+		l := *s.Location
+		l.Region = DefaultRegion
+		s.Location = &l
+	}
+	s.Chart = VeleroChart.With(s.Chart)
+	return s
+}
+
+// Object names.
+const (
+	ScheduleName    = "gpu-node-pools"
+	PolicyName      = "gpu-node-pools-backup-policy"
+	CredentialsName = "gpu-node-pools-backup-credentials"
+	// CredentialsKey is the key Velero reads a credentials file from.
+	CredentialsKey = "cloud"
+	// ExcludeLabel keeps an object out of every Velero backup.
+	ExcludeLabel = "velero.io/exclude-from-backup"
+)
+
+// Schedule is the Velero Schedule over namespaces. Volumes of the skipped
+// storage classes are left out by the resource policy (named only when
+// there are classes to skip); nothing else about volumes is decided here,
+// so the cluster's Velero defaults apply.
+func Schedule(s Spec, namespaces, skipClasses []string) map[string]any {
+	ns := slices.Clone(namespaces)
+	slices.Sort(ns)
+	ns = slices.Compact(ns)
+	included := make([]any, len(ns))
+	for i, n := range ns {
+		included[i] = n
+	}
+	template := map[string]any{
+		"includedNamespaces":      included,
+		"includeClusterResources": false,
+		"storageLocation":         s.StorageLocation,
+		"ttl":                     s.TTL,
+	}
+	if len(skipClasses) > 0 {
+		template["resourcePolicy"] = map[string]any{"kind": "configmap", "name": PolicyName}
+	}
+	return map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "Schedule",
+		"metadata": map[string]any{"name": ScheduleName, "namespace": s.Namespace},
+		"spec": map[string]any{
+			"schedule":                   s.Schedule,
+			"useOwnerReferencesInBackup": false,
+			"template":                   template,
+		},
+	}
+}
+
+// Policy is the data of the resource policy ConfigMap (PolicyName, in
+// Velero's namespace) the Schedule names: volumes of the given storage
+// classes (the weight caches') are skipped, neither copied nor
+// snapshotted. Velero reads the one key of the ConfigMap as version v1
+// volume policies (internal/resourcepolicies, v1.18.1). Nil without
+// classes: a storageClass condition with no classes matches every volume.
+func Policy(skipClasses []string) map[string]string {
+	if len(skipClasses) == 0 {
+		return nil
+	}
+	classes := slices.Clone(skipClasses)
+	slices.Sort(classes)
+	classes = slices.Compact(classes)
+	var b strings.Builder
+	b.WriteString("version: v1\nvolumePolicies:\n- conditions:\n    storageClass:\n")
+	for _, c := range classes {
+		fmt.Fprintf(&b, "    - %s\n", c)
+	}
+	b.WriteString("  action:\n    type: skip\n")
+	return map[string]string{"policy.yaml": b.String()}
+}
+
+// StorageLocation is the BackupStorageLocation of s.Location (nil
+// without one).
+func StorageLocation(s Spec) map[string]any {
+	l := s.Location
+	if l == nil {
+		return nil
+	}
+	objectStorage := map[string]any{"bucket": l.Bucket}
+	if l.Prefix != "" {
+		objectStorage["prefix"] = l.Prefix
+	}
+	spec := map[string]any{"provider": l.Provider, "objectStorage": objectStorage, "accessMode": "ReadWrite"}
+	switch l.Provider {
+	case Azure:
+		config := map[string]any{"storageAccount": l.StorageAccount, "resourceGroup": l.ResourceGroup, "useAAD": "true"}
+		if l.SubscriptionID != "" {
+			config["subscriptionId"] = l.SubscriptionID
+		}
+		spec["config"] = config
+	case AWS:
+		spec["config"] = map[string]any{"region": l.Region, "s3ForcePathStyle": "true", "s3Url": l.S3URL}
+		spec["credential"] = map[string]any{"name": CredentialsName, "key": CredentialsKey}
+	}
+	return map[string]any{
+		"apiVersion": "velero.io/v1", "kind": "BackupStorageLocation",
+		"metadata": map[string]any{"name": s.StorageLocation, "namespace": s.Namespace},
+		"spec":     spec,
+	}
+}
+
+// NeedsCredentials reports whether the location reads a credentials
+// Secret (the S3 keys; Azure signs in with Entra ID).
+func (s Spec) NeedsCredentials() bool { return s.Location != nil && s.Location.Provider == AWS }
+
+// Credentials is the credentials file of an S3 location, as the AWS plugin
+// reads it (the shared credentials file format).
+func Credentials(accessKey, secretKey string) string {
+	return fmt.Sprintf("[default]\naws_access_key_id=%s\naws_secret_access_key=%s\n", accessKey, secretKey)
+}
+
+// ExternalCredentials is the credentials Secret as a render names it.
+func (s Spec) ExternalCredentials() secret.External {
+	return secret.External{Namespace: s.Namespace, Name: CredentialsName, Keys: []string{CredentialsKey}}
+}
+
+// Release is the Velero chart's release: the server with the location's
+// object-store plugin, restricted, with resources. The chart creates no
+// storage or snapshot location and no credentials Secret (the program's
+// own objects are the one place those are decided), and runs no kubectl
+// Job to upgrade CRDs: Helm installs them from the chart's crds/.
+func Release(s Spec, chartDir string) helm.Release {
+	container := podsecurity.ContainerContext(true)
+	values := map[string]any{
+		"upgradeCRDs":              false,
+		"backupsEnabled":           false,
+		"snapshotsEnabled":         false,
+		"deployNodeAgent":          false,
+		"credentials":              map[string]any{"useSecret": false},
+		"podSecurityContext":       podsecurity.PodContext(),
+		"containerSecurityContext": container,
+		"resources": map[string]any{
+			"requests": map[string]any{"cpu": "100m", "memory": "128Mi"},
+			"limits":   map[string]any{"memory": "512Mi"},
+		},
+	}
+	if l := s.Location; l != nil {
+		values["initContainers"] = []any{map[string]any{
+			"name":            "velero-plugin-for-" + l.Provider,
+			"image":           Plugins[l.Provider],
+			"imagePullPolicy": "IfNotPresent",
+			"volumeMounts":    []any{map[string]any{"mountPath": "/target", "name": "plugins"}},
+			"securityContext": container,
+			"resources": map[string]any{
+				"requests": map[string]any{"cpu": "10m", "memory": "32Mi"},
+				"limits":   map[string]any{"memory": "128Mi"},
+			},
+		}}
+		if l.ClientID != "" { // AKS workload identity
+			values["podLabels"] = map[string]any{"azure.workload.identity/use": "true"}
+			values["serviceAccount"] = map[string]any{"server": map[string]any{
+				"annotations": map[string]any{"azure.workload.identity/client-id": l.ClientID},
+			}}
+		}
+	}
+	return helm.Release{Name: "velero", Chart: s.Chart, Dir: chartDir, Values: helm.Merge(values, s.Values)}
+}

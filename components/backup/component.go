@@ -1,0 +1,116 @@
+package backup
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/components/plain"
+	"github.com/natron/gpu-node-pools/components/podsecurity"
+	"github.com/natron/gpu-node-pools/components/secret"
+)
+
+// BackupsType is the component's type token.
+const BackupsType = "gpu-node-pools:backup:Backups"
+
+// Args configure the backups.
+type Args struct {
+	// Spec is the defaulted backup block, with enabled set.
+	Spec Spec
+	// Namespaces are the namespaces the program owns, to back up.
+	Namespaces []string
+	// SkipClasses are the storage classes whose volumes are never backed
+	// up (the weight caches').
+	SkipClasses []string
+	ChartDir    string
+	SkipAwait   bool
+	// Rendering leaves the credentials Secret out of the files (it is
+	// named in ExternalSecrets instead).
+	Rendering bool
+	Workload  *kubernetes.Provider
+}
+
+// Backups are the Velero objects of a stack.
+type Backups struct {
+	pulumi.ResourceState
+
+	Schedule pulumi.StringOutput
+	// ExternalSecrets are the Secrets a render left out.
+	ExternalSecrets []secret.External
+}
+
+// NewBackups registers Velero (with install), the resource policy, the
+// storage location and its credentials, and the Schedule.
+func NewBackups(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Backups, error) {
+	if args == nil || args.Workload == nil {
+		return nil, fmt.Errorf("backups %s: args with a workload provider are required", name)
+	}
+	b := &Backups{}
+	if err := ctx.RegisterComponentResource(BackupsType, name, b, opts...); err != nil {
+		return nil, fmt.Errorf("backups %s: %w", name, err)
+	}
+	fail := func(what string, err error) (*Backups, error) {
+		return nil, fmt.Errorf("backups %s: %s: %w", name, what, err)
+	}
+	s := args.Spec
+	child := []pulumi.ResourceOption{pulumi.Parent(b), pulumi.Provider(args.Workload)}
+	var deps []pulumi.Resource
+	if s.Install {
+		ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{
+			Name: pulumi.String(s.Namespace), Labels: pulumi.ToStringMap(podsecurity.Labels(podsecurity.Restricted)),
+		}}, child...)
+		if err != nil {
+			return fail("namespace", err)
+		}
+		r := Release(s, args.ChartDir)
+		chart, err := helmv4.NewChart(ctx, name+"-"+r.Name, r.Args(s.Namespace, args.SkipAwait), append(child, pulumi.DependsOn([]pulumi.Resource{ns}))...)
+		if err != nil {
+			return fail("chart", err)
+		}
+		deps = append(deps, chart) // its CRDs come before the objects below
+	}
+	after := append(child, pulumi.DependsOn(deps))
+	if s.NeedsCredentials() {
+		if args.Rendering {
+			b.ExternalSecrets = append(b.ExternalSecrets, s.ExternalCredentials())
+		} else {
+			file := pulumi.All(s.Location.AccessKey.Output(), s.Location.SecretKey.Output()).ApplyT(func(v []any) string {
+				return Credentials(v[0].(string), v[1].(string))
+			}).(pulumi.StringOutput)
+			if _, err := corev1.NewSecret(ctx, name+"-credentials", &corev1.SecretArgs{
+				Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(CredentialsName), Namespace: pulumi.String(s.Namespace)},
+				StringData: pulumi.StringMap{CredentialsKey: pulumi.ToSecret(file).(pulumi.StringOutput)},
+			}, after...); err != nil {
+				return fail("credentials", err)
+			}
+		}
+	}
+	if loc := StorageLocation(s); loc != nil {
+		if _, err := plain.Object(ctx, name+"-location", loc, after...); err != nil {
+			return fail("storage location", err)
+		}
+	}
+	if policy := Policy(args.SkipClasses); policy != nil {
+		cm, err := corev1.NewConfigMap(ctx, name+"-policy", &corev1.ConfigMapArgs{
+			Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(PolicyName), Namespace: pulumi.String(s.Namespace)},
+			Data:     pulumi.ToStringMap(policy),
+		}, after...)
+		if err != nil {
+			return fail("resource policy", err)
+		}
+		after = append(child, pulumi.DependsOn(append(deps, cm))) // a Backup reads its policy when it starts
+	}
+	sched, err := plain.Object(ctx, name+"-schedule", Schedule(s, args.Namespaces, args.SkipClasses), after...)
+	if err != nil {
+		return fail("schedule", err)
+	}
+	b.Schedule = sched.Metadata.Name().Elem()
+	if err := ctx.RegisterResourceOutputs(b, pulumi.Map{"schedule": b.Schedule}); err != nil {
+		return fail("outputs", err)
+	}
+	return b, nil
+}

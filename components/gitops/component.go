@@ -1,0 +1,86 @@
+package gitops
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/components/plain"
+	"github.com/natron/gpu-node-pools/components/secret"
+)
+
+// DeliveryType is the component's type token.
+const DeliveryType = "gpu-node-pools:gitops:Delivery"
+
+// Args configure the delivery.
+type Args struct {
+	// Spec is the defaulted gitops block.
+	Spec Spec
+	// Prefix starts the tool's object names (one stack's among many in
+	// the tool's namespace).
+	Prefix string
+	// Management is set when the target has a management cluster, whose
+	// tree gets its own Application or Kustomizations.
+	Management bool
+	// ExternalSecrets are the Secrets the render left out; with
+	// Spec.ExternalSecrets each gets an ExternalSecret in the workload.
+	ExternalSecrets []secret.External
+	// GitOps is where the tool's objects go (the render's gitops/ tree);
+	// Workload where the ExternalSecrets go.
+	GitOps, Workload *kubernetes.Provider
+}
+
+// Delivery is a stack's GitOps objects.
+type Delivery struct {
+	pulumi.ResourceState
+
+	// Objects are the tool's objects' names, in apply order.
+	Objects pulumi.StringArrayOutput
+}
+
+// NewDelivery registers the Argo CD Applications, or Flux's GitRepository
+// and Kustomizations, and the ExternalSecrets.
+func NewDelivery(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Delivery, error) {
+	if args == nil || args.GitOps == nil || args.Workload == nil || args.Prefix == "" {
+		return nil, fmt.Errorf("gitops delivery %s: args with a prefix, a gitops and a workload provider are required", name)
+	}
+	d := &Delivery{}
+	if err := ctx.RegisterComponentResource(DeliveryType, name, d, opts...); err != nil {
+		return nil, fmt.Errorf("gitops delivery %s: %w", name, err)
+	}
+	toGitOps := []pulumi.ResourceOption{pulumi.Parent(d), pulumi.Provider(args.GitOps)}
+	var objs []map[string]any
+	if args.Spec.Tool == Flux {
+		objs = append(objs, GitRepository(args.Spec, args.Prefix))
+		for _, dest := range args.Spec.Destinations(args.Management) {
+			objs = append(objs, Kustomizations(args.Spec, args.Prefix, dest)...)
+		}
+	} else {
+		for _, dest := range args.Spec.Destinations(args.Management) {
+			objs = append(objs, Application(args.Spec, args.Prefix, dest))
+		}
+	}
+	var names pulumi.StringArray
+	for _, o := range objs {
+		meta := o["metadata"].(map[string]any)
+		n := meta["name"].(string)
+		if _, err := plain.Object(ctx, name+"-"+n, o, toGitOps...); err != nil {
+			return nil, fmt.Errorf("gitops delivery %s: %s %s: %w", name, o["kind"], n, err)
+		}
+		names = append(names, pulumi.String(o["kind"].(string)+"/"+n))
+	}
+	if e := args.Spec.ExternalSecrets; e != nil {
+		toWorkload := []pulumi.ResourceOption{pulumi.Parent(d), pulumi.Provider(args.Workload)}
+		for _, ext := range args.ExternalSecrets {
+			if _, err := plain.Object(ctx, name+"-"+ext.Namespace+"-"+ext.Name, ExternalSecret(*e, ext), toWorkload...); err != nil {
+				return nil, fmt.Errorf("gitops delivery %s: external secret %s/%s: %w", name, ext.Namespace, ext.Name, err)
+			}
+		}
+	}
+	d.Objects = names.ToStringArrayOutput()
+	if err := ctx.RegisterResourceOutputs(d, pulumi.Map{"objects": d.Objects}); err != nil {
+		return nil, fmt.Errorf("gitops delivery %s: outputs: %w", name, err)
+	}
+	return d, nil
+}

@@ -1,0 +1,246 @@
+package gitops_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/natron/gpu-node-pools/components/gitops"
+	"github.com/natron/gpu-node-pools/components/secret"
+)
+
+func argo() gitops.Spec {
+	return gitops.Spec{RepoURL: "https://git.example/platform/acme.git", Path: "clusters/acme/gpu/"}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	flux := argo()
+	flux.Tool, flux.Interval, flux.Timeout, flux.WorkloadCluster = gitops.Flux, "5 minutes", "10m", "acme-kubeconfig"
+	for _, tc := range []struct {
+		name      string
+		spec      gitops.Spec
+		rendering bool
+		want      []string
+	}{
+		{"without renderDir", argo(), false, []string{`gitops: Forbidden: GitOps delivery syncs the rendered files: set renderDir too`}},
+		{"unknown tool, no repo, absolute path", gitops.Spec{Tool: "jenkins", Path: "/clusters"}, true, []string{
+			`gitops.tool: Unsupported value: "jenkins"`, `gitops.repoURL: Invalid value: ""`, `gitops.path: Invalid value: "/clusters"`}},
+		{"flux duration", flux, true, []string{`gitops.interval: Invalid value: "5 minutes": must be a Flux duration`}},
+		{"flux keys with argo", func() gitops.Spec { s := argo(); s.Interval = "5m"; return s }(), true, []string{`gitops.interval: Forbidden: read with tool flux only`}},
+		{"argo cluster neither name nor url", func() gitops.Spec { s := argo(); s.WorkloadCluster = "http://x"; return s }(), true,
+			[]string{`gitops.workloadCluster: Invalid value: "http://x": must be an Argo CD cluster's name or an https:// API server URL`}},
+		{"store missing, bad kind", func() gitops.Spec {
+			s := argo()
+			s.ExternalSecrets = &gitops.ExternalSecrets{StoreKind: "Vault"}
+			return s
+		}(), true, []string{`gitops.externalSecrets.store: Invalid value: ""`, `gitops.externalSecrets.storeKind: Unsupported value: "Vault"`}},
+		{"valid argo", argo(), true, nil},
+		{"valid flux", func() gitops.Spec { s := flux; s.Interval = "1m30s"; return s }(), true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, e := range tc.spec.Validate(field.NewPath("gitops"), tc.rendering) {
+				got = append(got, e.Error())
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(got[i], w) {
+					t.Errorf("problem %d: %q, want prefix %q", i, got[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestApplication(t *testing.T) {
+	t.Parallel()
+	s := argo().Defaults("acme")
+	got := gitops.Application(s, "acme-gpu", s.Destinations(true)[1])
+	want := map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": "acme-gpu-management", "namespace": "argocd"},
+		"spec": map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"repoURL": "https://git.example/platform/acme.git", "targetRevision": "main", "path": "clusters/acme/gpu/management"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc"},
+			"syncPolicy": map[string]any{
+				"automated":   map[string]any{"prune": true, "selfHeal": true},
+				"syncOptions": []any{"ServerSideApply=true", "CreateNamespace=true"},
+				"retry":       map[string]any{"limit": 5, "backoff": map[string]any{"duration": "10s", "factor": 2, "maxDuration": "3m"}},
+			},
+		},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Application (-want +got):\n%s", d)
+	}
+	named := s
+	named.WorkloadCluster = "acme-workload"
+	if dest := gitops.Application(named, "acme-gpu", named.Destinations(false)[0])["spec"].(map[string]any)["destination"]; !cmp.Equal(dest, map[string]any{"name": "acme-workload"}) {
+		t.Errorf("a cluster by name: destination %v", dest)
+	}
+}
+
+// Flux applies a tree layer by layer: each Kustomization names the one
+// before in dependsOn, and the paths are the layers' folders.
+func TestKustomizationsDependInLayerOrder(t *testing.T) {
+	t.Parallel()
+	s := argo()
+	s.Tool, s.WorkloadCluster = gitops.Flux, "acme-kubeconfig"
+	s = s.Defaults("acme")
+	ks := gitops.Kustomizations(s, "acme-gpu", s.Destinations(false)[0])
+	if len(ks) != len(gitops.Layers) {
+		t.Fatalf("%d Kustomizations for %d layers", len(ks), len(gitops.Layers))
+	}
+	for i, k := range ks {
+		spec := k["spec"].(map[string]any)
+		if want := "./clusters/acme/gpu/workload/" + gitops.Layers[i].Dir; spec["path"] != want {
+			t.Errorf("layer %d path %v, want %s", i, spec["path"], want)
+		}
+		deps, _ := spec["dependsOn"].([]any)
+		switch {
+		case i == 0 && deps != nil:
+			t.Errorf("the first layer depends on %v", deps)
+		case i > 0 && (len(deps) != 1 || deps[0].(map[string]any)["name"] != ks[i-1]["metadata"].(map[string]any)["name"]):
+			t.Errorf("layer %d depends on %v, want the layer before", i, deps)
+		}
+		if spec["prune"] != true || spec["wait"] != true || spec["timeout"] != "10m" {
+			t.Errorf("layer %d: prune %v wait %v timeout %v", i, spec["prune"], spec["wait"], spec["timeout"])
+		}
+		if kc := spec["kubeConfig"].(map[string]any)["secretRef"].(map[string]any)["name"]; kc != "acme-kubeconfig" {
+			t.Errorf("kubeConfig %v", kc)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		apiVersion, kind string
+		layer            int
+	}{
+		{"v1", "Namespace", 0},
+		{"apiextensions.k8s.io/v1", "CustomResourceDefinition", 0},
+		{"apps/v1", "Deployment", 1},
+		{"v1", "ConfigMap", 1},
+		{"rbac.authorization.k8s.io/v1", "ClusterRole", 1},
+		{"admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", 1},
+		{"scheduling.k8s.io/v1", "PriorityClass", 1},
+		{"nvidia.com/v1", "ClusterPolicy", 2},
+		{"kyverno.io/v1", "ClusterPolicy", 2},
+		{"keda.sh/v1alpha1", "ScaledObject", 2},
+		{"velero.io/v1", "Schedule", 2},
+		{"monitoring.coreos.com/v1", "PrometheusRule", 2},
+	} {
+		if got := gitops.Classify(tc.apiVersion, tc.kind); got != gitops.Layers[tc.layer] {
+			t.Errorf("%s %s: layer %s, want %s", tc.apiVersion, tc.kind, got.Dir, gitops.Layers[tc.layer].Dir)
+		}
+	}
+}
+
+func TestExternalSecret(t *testing.T) {
+	t.Parallel()
+	s := argo()
+	s.ExternalSecrets = &gitops.ExternalSecrets{Store: "vault"}
+	s = s.Defaults("acme")
+	got := gitops.ExternalSecret(*s.ExternalSecrets, secret.External{Namespace: "models", Name: "gpu-node-pools-api-key", Keys: []string{"api-key"}})
+	want := map[string]any{
+		"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+		"metadata": map[string]any{"name": "gpu-node-pools-api-key", "namespace": "models"},
+		"spec": map[string]any{
+			"refreshInterval": "1h",
+			"secretStoreRef":  map[string]any{"name": "vault", "kind": "ClusterSecretStore"},
+			"target":          map[string]any{"name": "gpu-node-pools-api-key", "creationPolicy": "Owner"},
+			"data": []any{map[string]any{"secretKey": "api-key",
+				"remoteRef": map[string]any{"key": "gpu-node-pools/acme/models/gpu-node-pools-api-key", "property": "api-key"}}},
+		},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("ExternalSecret (-want +got):\n%s", d)
+	}
+}
+
+// A tree as the Kubernetes provider writes it, arranged: layers, waves,
+// names without "default", and kustomization files that the real
+// kustomize builds with Namespaces and CRDs first.
+func TestArrange(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(rel string, obj map[string]any) {
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "workload", rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta := func(name, ns string) map[string]any {
+		m := map[string]any{"name": name}
+		if ns != "" {
+			m["namespace"] = ns
+		}
+		return m
+	}
+	write("0-crd/apiextensions.k8s.io_v1-customresourcedefinition-default-widgets.example.com.yaml",
+		map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": meta("widgets.example.com", "")})
+	write("1-manifest/apps_v1-deployment-models-engine.yaml", map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta("engine", "models")})
+	write("1-manifest/v1-namespace-default-models.yaml", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta("models", "")})
+	write("1-manifest/example.com_v1-widget-models-w.yaml", map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta("w", "models")})
+	if err := gitops.Arrange(dir); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	_ = filepath.WalkDir(filepath.Join(dir, "workload"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, rel)
+		}
+		return err
+	})
+	want := []string{
+		"workload/1-namespaces-crds/apiextensions.k8s.io_v1-customresourcedefinition-widgets.example.com.yaml",
+		"workload/1-namespaces-crds/kustomization.yaml",
+		"workload/1-namespaces-crds/v1-namespace-models.yaml",
+		"workload/2-resources/apps_v1-deployment-models-engine.yaml",
+		"workload/2-resources/kustomization.yaml",
+		"workload/3-custom-resources/example.com_v1-widget-models-w.yaml",
+		"workload/3-custom-resources/kustomization.yaml",
+		"workload/kustomization.yaml",
+	}
+	if d := cmp.Diff(want, files); d != "" {
+		t.Fatalf("files (-want +got):\n%s", d)
+	}
+	// the real kustomize builds the tree; its order puts Namespaces and
+	// CRDs first, and every object carries its layer's wave
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(dir, "workload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, r := range res.Resources() {
+		kinds = append(kinds, r.GetKind())
+		layer := gitops.Classify(r.GetApiVersion(), r.GetKind())
+		if w := r.GetAnnotations()[gitops.SyncWave]; w != string(rune('0'+layer.Wave)) {
+			t.Errorf("%s %s: wave %q, want %d", r.GetKind(), r.GetName(), w, layer.Wave)
+		}
+	}
+	if !slices.Equal(kinds[:2], []string{"Namespace", "CustomResourceDefinition"}) || len(kinds) != 4 {
+		t.Errorf("kustomize build order %v: Namespaces and CRDs first", kinds)
+	}
+}

@@ -1,0 +1,216 @@
+// Package gitops delivers a rendered stack the GitOps way, with the Argo CD
+// or Flux the customer's platform already runs: the Application (or
+// GitRepository and Kustomizations) that syncs the rendered trees in order,
+// the layout of those trees (layers, sync waves, kustomization.yaml files),
+// and ExternalSecrets for the Secrets a render leaves out.
+package gitops
+
+import (
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/components/check"
+)
+
+// Tools.
+const (
+	ArgoCD = "argocd"
+	Flux   = "flux"
+)
+
+// Tools are the supported GitOps tools.
+var Tools = []string{ArgoCD, Flux}
+
+// Spec is the gitops block (gpu-node-pools:gitops).
+type Spec struct {
+	// Tool is argocd (default) or flux.
+	Tool string `json:"tool,omitempty"`
+	// RepoURL is the customer's platform repository; Path the folder the
+	// render is published to (its workload/ and management/ trees are
+	// synced); TargetRevision the branch (default main).
+	RepoURL        string `json:"repoURL"`
+	TargetRevision string `json:"targetRevision,omitempty"`
+	Path           string `json:"path"`
+	// Namespace is the tool's own namespace (argocd, flux-system).
+	Namespace string `json:"namespace,omitempty"`
+	// Project is the Argo CD project (default).
+	Project string `json:"project,omitempty"`
+	// WorkloadCluster and ManagementCluster are where the trees go. For
+	// Argo CD a registered cluster's name or its API server URL (default
+	// https://kubernetes.default.svc, the cluster Argo CD runs in); for
+	// Flux the name of a kubeconfig Secret in Flux's namespace (default:
+	// the cluster Flux runs in).
+	WorkloadCluster   string `json:"workloadCluster,omitempty"`
+	ManagementCluster string `json:"managementCluster,omitempty"`
+	// Interval and Timeout are Flux's reconcile interval (5m) and the
+	// time a layer may take to become ready (10m).
+	Interval string `json:"interval,omitempty"`
+	Timeout  string `json:"timeout,omitempty"`
+	// CredentialsSecret is the Secret in Flux's namespace that holds the
+	// repository's credentials (Flux only; Argo CD keeps its own).
+	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+	// ExternalSecrets, when set, renders an ExternalSecret per Secret the
+	// render leaves out, from the platform's External Secrets Operator.
+	ExternalSecrets *ExternalSecrets `json:"externalSecrets,omitempty"`
+}
+
+// ExternalSecrets are the platform's External Secrets Operator store.
+type ExternalSecrets struct {
+	// Store names the SecretStore or ClusterSecretStore (StoreKind,
+	// default ClusterSecretStore).
+	Store     string `json:"store"`
+	StoreKind string `json:"storeKind,omitempty"`
+	// KeyPrefix is where the secrets live in the store: each Secret's
+	// values are the properties of <keyPrefix>/<namespace>/<name>
+	// (default gpu-node-pools/<stack>).
+	KeyPrefix string `json:"keyPrefix,omitempty"`
+	// RefreshInterval is how often ESO reads the store again (1h).
+	RefreshInterval string `json:"refreshInterval,omitempty"`
+}
+
+// Store kinds.
+var StoreKinds = []string{"ClusterSecretStore", "SecretStore"}
+
+// Defaults.
+const (
+	DefaultRevision  = "main"
+	DefaultServer    = "https://kubernetes.default.svc"
+	DefaultProject   = "default"
+	DefaultInterval  = "5m"
+	DefaultTimeout   = "10m"
+	DefaultRefresh   = "1h"
+	defaultStoreKind = "ClusterSecretStore"
+)
+
+// DefaultNamespace is the tool's usual namespace.
+func DefaultNamespace(tool string) string {
+	if tool == Flux {
+		return "flux-system"
+	}
+	return "argocd"
+}
+
+// Flux's duration pattern (GitRepository and Kustomization CRDs, v1.9):
+// ms, s, m and h units only.
+var fluxDuration = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`)
+
+// Validate checks the block as written; rendering is whether the stack
+// has a renderDir, which GitOps delivery syncs.
+func (s *Spec) Validate(p *field.Path, rendering bool) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if !rendering {
+		errs = append(errs, check.Forbidden(p, "(set)", "GitOps delivery syncs the rendered files: set renderDir too"))
+	}
+	if s.Tool != "" {
+		errs = append(errs, check.OneOf(p.Child("tool"), s.Tool, Tools)...)
+	}
+	if u, err := url.Parse(s.RepoURL); s.RepoURL == "" || err != nil || !slices.Contains([]string{"https", "http", "ssh"}, u.Scheme) || u.Host == "" {
+		errs = append(errs, check.Invalid(p.Child("repoURL"), s.RepoURL, "required: the platform repository, an https:// or ssh:// URL"))
+	}
+	if s.Path == "" || strings.HasPrefix(s.Path, "/") || strings.Contains(s.Path, "..") {
+		errs = append(errs, check.Invalid(p.Child("path"), s.Path, "required: the folder of the platform repository the render is published to, relative, e.g. clusters/acme/gpu"))
+	}
+	if s.Namespace != "" && !check.DNSLabel(s.Namespace) {
+		errs = append(errs, check.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
+	}
+	flux := s.Tool == Flux
+	if flux {
+		for key, v := range map[string]string{"interval": s.Interval, "timeout": s.Timeout} {
+			if v != "" && !fluxDuration.MatchString(v) {
+				errs = append(errs, check.Invalid(p.Child(key), v, "must be a Flux duration such as 5m (units ms, s, m, h)"))
+			}
+		}
+		if s.Project != "" {
+			errs = append(errs, check.Forbidden(p.Child("project"), s.Project, "an Argo CD project: not read with tool flux"))
+		}
+	} else {
+		for key, v := range map[string]string{"interval": s.Interval, "timeout": s.Timeout, "credentialsSecret": s.CredentialsSecret} {
+			if v != "" {
+				errs = append(errs, check.Forbidden(p.Child(key), v, "read with tool flux only"))
+			}
+		}
+	}
+	for key, v := range map[string]string{"workloadCluster": s.WorkloadCluster, "managementCluster": s.ManagementCluster, "credentialsSecret": s.CredentialsSecret} {
+		if v == "" || (!flux && strings.HasPrefix(v, "https://")) {
+			continue
+		}
+		if !check.DNSSubdomain(v) {
+			what := "a Secret's name in Flux's namespace"
+			if !flux && key != "credentialsSecret" {
+				what = "an Argo CD cluster's name or an https:// API server URL"
+			}
+			errs = append(errs, check.Invalid(p.Child(key), v, "must be %s", what))
+		}
+	}
+	if e := s.ExternalSecrets; e != nil {
+		ep := p.Child("externalSecrets")
+		if e.Store == "" || !check.DNSSubdomain(e.Store) {
+			errs = append(errs, check.Invalid(ep.Child("store"), e.Store, "required: the name of the platform's SecretStore or ClusterSecretStore"))
+		}
+		if e.StoreKind != "" {
+			errs = append(errs, check.OneOf(ep.Child("storeKind"), e.StoreKind, StoreKinds)...)
+		}
+		if e.RefreshInterval != "" {
+			if _, err := time.ParseDuration(e.RefreshInterval); err != nil {
+				errs = append(errs, check.Invalid(ep.Child("refreshInterval"), e.RefreshInterval, "must be a duration such as 1h"))
+			}
+		}
+	}
+	return errs
+}
+
+// Defaults fills what the block leaves out; stack names the default key
+// prefix of the secrets.
+func (s Spec) Defaults(stack string) Spec {
+	if s.Tool == "" {
+		s.Tool = ArgoCD
+	}
+	if s.TargetRevision == "" {
+		s.TargetRevision = DefaultRevision
+	}
+	if s.Namespace == "" {
+		s.Namespace = DefaultNamespace(s.Tool)
+	}
+	s.Path = strings.Trim(s.Path, "/")
+	if s.Tool == ArgoCD {
+		if s.Project == "" {
+			s.Project = DefaultProject
+		}
+		if s.WorkloadCluster == "" {
+			s.WorkloadCluster = DefaultServer
+		}
+		if s.ManagementCluster == "" {
+			s.ManagementCluster = DefaultServer
+		}
+	} else {
+		if s.Interval == "" {
+			s.Interval = DefaultInterval
+		}
+		if s.Timeout == "" {
+			s.Timeout = DefaultTimeout
+		}
+	}
+	if s.ExternalSecrets != nil {
+		e := *s.ExternalSecrets
+		if e.StoreKind == "" {
+			e.StoreKind = defaultStoreKind
+		}
+		if e.KeyPrefix == "" {
+			e.KeyPrefix = "gpu-node-pools/" + stack
+		}
+		e.KeyPrefix = strings.Trim(e.KeyPrefix, "/")
+		if e.RefreshInterval == "" {
+			e.RefreshInterval = DefaultRefresh
+		}
+		s.ExternalSecrets = &e
+	}
+	return s
+}
