@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/secret"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
@@ -31,16 +32,27 @@ import (
 // have them.
 func installMonitoringCRDs(t *testing.T, s *kubeapi.Server) {
 	t.Helper()
-	archive := filepath.Join(pulumitest.SharedDir(t), "charts", "prometheus-operator-crds-31.0.1.tgz")
+	installChartCRDs(t, s, "prometheus-operator-crds-31.0.1.tgz")
+}
+
+// installChartCRDs applies the CRDs a chart archive renders (as templates
+// or from crds/): what a platform that runs the chart has.
+func installChartCRDs(t *testing.T, s *kubeapi.Server, chart string) {
+	t.Helper()
+	archive := filepath.Join(pulumitest.SharedDir(t), "charts", chart)
+	release := strings.TrimSuffix(chart, ".tgz")
 	var docs []string
-	for _, o := range helmtest.RenderChart(t, archive, "prometheus-operator-crds", "default", nil, true) {
+	for _, o := range helmtest.RenderChart(t, archive, release, "default", nil, true) {
+		if o["kind"] != "CustomResourceDefinition" {
+			continue
+		}
 		b, err := yaml.Marshal(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		docs = append(docs, string(b))
 	}
-	f := filepath.Join(t.TempDir(), "monitoring-crds.yaml")
+	f := filepath.Join(t.TempDir(), release+"-crds.yaml")
 	if err := os.WriteFile(f, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +274,62 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		expectGone(t, srv)
+	})
+
+	// A rendering stack's GitOps objects and ExternalSecrets, and its
+	// workload side with them, applied by the real engine through the
+	// workload program, with Argo CD's, Flux's and External Secrets'
+	// CRDs; then the same stack switched to Flux.
+	t.Run("natron dev stack's gitops objects", func(t *testing.T) {
+		srv.ApplyCRDs(t, filepath.Join(crds, "argo-cd", "application-crd.yaml"), filepath.Join(crds, "flux"),
+			filepath.Join(crds, "external-secrets", "external-secrets.io_externalsecrets.yaml"), filepath.Join(crds, "keda-http-add-on"))
+		installChartCRDs(t, srv, "keda-2.20.2.tgz") // rendered stacks bring KEDA through their pipeline
+		srv.Kubectl(t, "create", "namespace", "argocd")
+		srv.Kubectl(t, "create", "namespace", "flux-system")
+		cfg := devConfig(t, t.TempDir())
+		cfg.Platform.SkipAwait = true
+		cfg.Serving.APIKey = secret.Secret(marker + "-gitops-apikey")
+		s, err := automation.OpenWorkloadStack(ctx, "acme-gitops", cfg, kc, e)
+		upHidingSecrets(ctx, t, s, err, marker)
+		expectObjects(t, srv, map[string][]string{
+			"applications.argoproj.io":            {"-n", "argocd"},
+			"externalsecrets.external-secrets.io": {"-A"},
+			"schedules.velero.io":                 {"-n", "velero"},
+		}, map[string]int{"applications.argoproj.io": 2, "externalsecrets.external-secrets.io": 3})
+		if got := srv.Kubectl(t, "get", "applications.argoproj.io", "dev-gpu-management", "-n", "argocd", "-o",
+			"jsonpath={.spec.source.path} {.spec.syncPolicy.syncOptions}"); got != `clusters/acme/gpu/management ["ServerSideApply=true","CreateNamespace=true"]` {
+			t.Errorf("management Application: %s", got)
+		}
+		if got := srv.Kubectl(t, "get", "externalsecrets.external-secrets.io", "gpu-node-pools-storage", "-n", "models", "-o",
+			"jsonpath={.spec.data[*].secretKey}"); !strings.Contains(got, "RCLONE_CONFIG_SRC_SECRET_ACCESS_KEY") {
+			t.Errorf("the storage ExternalSecret's keys: %s", got)
+		}
+		if out := srv.Kubectl(t, "get", "secrets", "-n", "models", "-o", "name"); strings.Contains(out, "gpu-node-pools-api-key") {
+			t.Errorf("a rendering stack created a Secret the ExternalSecret owns: %s", out)
+		}
+
+		cfg.GitOps.Tool, cfg.GitOps.ManagementCluster = gitops.Flux, "natron-management-kubeconfig"
+		flux, err := automation.OpenWorkloadStack(ctx, "acme-gitops", cfg, kc, e)
+		upHidingSecrets(ctx, t, flux, err, marker)
+		if out := strings.TrimSpace(srv.Kubectl(t, "get", "applications.argoproj.io", "-n", "argocd", "-o", "name")); out != "" {
+			t.Errorf("switching to Flux left the Applications: %s", out)
+		}
+		expectObjects(t, srv, map[string][]string{
+			"gitrepositories.source.toolkit.fluxcd.io":   {"-n", "flux-system"},
+			"kustomizations.kustomize.toolkit.fluxcd.io": {"-n", "flux-system"},
+		}, map[string]int{"gitrepositories.source.toolkit.fluxcd.io": 1, "kustomizations.kustomize.toolkit.fluxcd.io": 2 * len(gitops.Layers)})
+		custom := "dev-gpu-management-" + gitops.Layers[2].Dir
+		if got := srv.Kubectl(t, "get", "kustomizations.kustomize.toolkit.fluxcd.io", custom, "-n", "flux-system", "-o",
+			"jsonpath={.spec.dependsOn[0].name} {.spec.kubeConfig.secretRef.name} {.spec.path}"); got != "dev-gpu-management-"+gitops.Layers[1].Dir+
+			" natron-management-kubeconfig ./clusters/acme/gpu/management/"+gitops.Layers[2].Dir {
+			t.Errorf("Kustomization %s: %s", custom, got)
+		}
+		if _, err := flux.Destroy(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if out := strings.TrimSpace(srv.Kubectl(t, "get", "externalsecrets.external-secrets.io", "-A", "-o", "name")); out != "" {
+			t.Errorf("destroy left %s", out)
+		}
 	})
 
 	backend := strings.TrimPrefix(e.BackendURL, "file://")

@@ -81,6 +81,8 @@ func TestEngineDevStack(t *testing.T) {
 	want = append(want, servingResources([]string{"llama3-8b"}, []string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true, serving.Cilium)...)
 	want = append(want, policyResources()...)
 	want = append(want, loggingResources()...)
+	want = append(want, backupResources()...)
+	want = append(want, gitopsResources()...)
 	for _, p := range []string{"infer", "train", "notebook"} {
 		want = append(want, metalPoolType+"::"+p, mdType+"::"+p+"-deployment", kctType+"::"+p+"-bootstrap", m3mtType+"::"+p+"-machines")
 	}

@@ -138,6 +138,16 @@ func backupResources() []string {
 		"kubernetes:velero.io/v1:BackupStorageLocation::backup-location", "kubernetes:velero.io/v1:Schedule::backup-schedule"}
 }
 
+// gitopsResources are what the dev stack's gitops block registers: the
+// render provider of gitops/, the component, an Argo CD Application per
+// tree and an ExternalSecret per Secret the render leaves out.
+func gitopsResources() []string {
+	const es = "kubernetes:external-secrets.io/v1:ExternalSecret::gitops-"
+	return []string{k8sProvider + "::gitops", "gpu-node-pools:gitops:Delivery::gitops",
+		"kubernetes:argoproj.io/v1alpha1:Application::gitops-dev-gpu-management", "kubernetes:argoproj.io/v1alpha1:Application::gitops-dev-gpu-workload",
+		es + "models-gpu-node-pools-api-key", es + "models-gpu-node-pools-storage", es + "velero-gpu-node-pools-backup-credentials"}
+}
+
 // poolConfig is a pool as written in the stack file.
 type poolConfig struct {
 	Name         string            `json:"name"`
@@ -366,6 +376,7 @@ func TestDevStackUnderMocks(t *testing.T) {
 	want = append(want, policyResources()...)
 	want = append(want, loggingResources()...)
 	want = append(want, backupResources()...)
+	want = append(want, gitopsResources()...)
 	for _, p := range pools {
 		want = append(want, metalPoolType+"::"+p.Name, mdType+"::"+p.Name+"-deployment",
 			kctType+"::"+p.Name+"-bootstrap", m3mtType+"::"+p.Name+"-machines")

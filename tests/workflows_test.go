@@ -37,3 +37,34 @@ func TestWorkflowsReachEntraClusters(t *testing.T) {
 		}
 	}
 }
+
+// Both workflows take their stacks from the stack files (stackctl stacks),
+// not from a list to keep up to date, and a merge publishes each GitOps
+// stack's complete render to the platform repository.
+func TestWorkflowsCoverEveryStackAndPublish(t *testing.T) {
+	t.Parallel()
+	for _, wf := range []string{"preview.yml", "up.yml"} {
+		b, err := os.ReadFile(filepath.Join("..", ".github", "workflows", wf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		for _, want := range []string{"go run ./cmd/stackctl stacks", "stack: ${{ fromJSON(needs.stacks.outputs.list) }}"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("%s lacks %q", wf, want)
+			}
+		}
+		if strings.Contains(s, "stack: [") {
+			t.Errorf("%s lists its stacks by hand", wf)
+		}
+		if wf != "up.yml" {
+			continue
+		}
+		for _, want := range []string{`eval "$(go run ./cmd/stackctl gitops -stack "$STACK")"`, `go run ./cmd/stackctl render -stack "$STACK"`,
+			`cp -R "$GITOPS_RENDER_DIR"/. "$platform/$GITOPS_PATH/"`, "gh pr create"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("up.yml does not publish the render: lacks %q", want)
+			}
+		}
+	}
+}

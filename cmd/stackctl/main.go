@@ -5,16 +5,21 @@
 //	stackctl check -stack acme                                  # config, secrets, plugins
 //	stackctl render -stack acme                                 # the complete render tree
 //	stackctl cost -stack acme -base ../base                     # monthly cost against the base branch
+//	stackctl stacks                                             # the stacks (Pulumi.*.yaml), as JSON
+//	stackctl gitops -stack acme                                 # where the render is published, as shell variables
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
@@ -30,7 +35,7 @@ func main() { os.Exit(run(os.Args[1:], ".", os.Stdout, os.Stderr)) }
 
 func run(args []string, dir string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: stackctl new|check|render|cost [flags]")
+		fmt.Fprintln(stderr, "usage: stackctl new|check|render|cost|stacks|gitops [flags]")
 		return 2
 	}
 	var err error
@@ -43,8 +48,12 @@ func run(args []string, dir string, stdout, stderr io.Writer) int {
 		err = renderStack(args[1:], dir, stdout)
 	case "cost":
 		err = costChange(args[1:], dir, stdout)
+	case "stacks":
+		err = listStacks(dir, stdout)
+	case "gitops":
+		err = gitopsTarget(args[1:], dir, stdout)
 	default:
-		err = fmt.Errorf("unknown command %q: new, check, render or cost", args[0])
+		err = fmt.Errorf("unknown command %q: new, check, render, cost, stacks or gitops", args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -183,6 +192,10 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "  %s/workload    objects for the workload cluster\n", r.Dir)
 	fmt.Fprintf(stdout, "  %s/management  Cluster API objects for the management cluster\n", r.Dir)
+	if _, err := os.Stat(filepath.Join(r.Dir, "gitops")); err == nil {
+		fmt.Fprintf(stdout, "  %s/gitops      the Argo CD Applications or Flux Kustomizations that sync them\n", r.Dir)
+	}
+	fmt.Fprintln(stdout, "Each tree applies layer by layer (1-namespaces-crds, 2-resources, 3-custom-resources; README, What gets rendered).")
 	if list, ok := r.ExternalSecrets.([]any); ok && len(list) > 0 {
 		fmt.Fprintln(stdout, "Secrets are not written to files; create these with your secret manager (or set gitops.externalSecrets):")
 		for _, e := range list {
@@ -236,3 +249,42 @@ func firstLine(err error) string {
 	}
 	return lines[0]
 }
+
+// listStacks prints the stacks of the project (one per Pulumi.<stack>.yaml)
+// as a JSON array: the workflows' matrix, so that a new stack file is
+// previewed and deployed without editing them.
+func listStacks(dir string, stdout io.Writer) error {
+	b, err := json.Marshal(stackfile.Stacks(dir))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, string(b))
+	return nil
+}
+
+// gitopsTarget prints where a stack's render is published, as shell
+// variable assignments (GITOPS_REPO, GITOPS_REVISION, GITOPS_PATH,
+// GITOPS_RENDER_DIR), all empty for a stack without a gitops block. The
+// stack file is validated; its secrets are not needed.
+func gitopsTarget(args []string, dir string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("gitops", flag.ContinueOnError)
+	stack := fs.String("stack", "", "stack name")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	r := precheck.Stack(dir, *stack, func(string, string) bool { return true })
+	if err := r.Err(); err != nil {
+		return err
+	}
+	vars := map[string]string{"GITOPS_REPO": "", "GITOPS_REVISION": "", "GITOPS_PATH": "", "GITOPS_RENDER_DIR": ""}
+	if g := r.Plan.GitOps; g != nil {
+		vars["GITOPS_REPO"], vars["GITOPS_REVISION"], vars["GITOPS_PATH"], vars["GITOPS_RENDER_DIR"] = g.RepoURL, g.TargetRevision, g.Path, r.Plan.RenderDir
+	}
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		fmt.Fprintf(stdout, "%s=%s\n", k, shellQuote(vars[k]))
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

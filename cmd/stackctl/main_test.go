@@ -103,3 +103,26 @@ func TestCostChange(t *testing.T) {
 		t.Errorf("a new stack: exit %d\n%s", code, out.String())
 	}
 }
+
+// The workflows' stack list is the stack files; the publish step's
+// variables come from the stack's gitops block, empty without one.
+func TestStacksAndGitOpsTarget(t *testing.T) {
+	t.Parallel()
+	root := pulumitest.RepoRoot()
+	var out, errs bytes.Buffer
+	if code := run([]string{"stacks"}, root, &out, &errs); code != 0 || strings.TrimSpace(out.String()) != `["dev","prod"]` {
+		t.Errorf("stacks: %d %q %s", code, out.String(), errs.String())
+	}
+	for stack, want := range map[string][]string{
+		"dev":  {"GITOPS_PATH='clusters/acme/gpu'", "GITOPS_RENDER_DIR='rendered'", "GITOPS_REPO='https://git.natron-cloud.example/platform/acme-cluster.git'", "GITOPS_REVISION='main'"},
+		"prod": {"GITOPS_PATH=''", "GITOPS_RENDER_DIR=''", "GITOPS_REPO=''", "GITOPS_REVISION=''"},
+	} {
+		out.Reset()
+		if code := run([]string{"gitops", "-stack", stack}, root, &out, &errs); code != 0 {
+			t.Fatalf("gitops %s: %s", stack, errs.String())
+		}
+		if got := strings.Fields(out.String()); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("gitops %s: %q, want %q", stack, got, want)
+		}
+	}
+}
