@@ -160,7 +160,7 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Plan, workload, toGitOps *kube
 		if err != nil {
 			return err
 		}
-		outputs["gitops"] = d.Objects
+		outputs["gitops"] = pulumi.ToStringArray(d.Objects)
 	}
 	for _, k := range plain.SortedKeys(outputs) {
 		ctx.Export(k, outputs[k])

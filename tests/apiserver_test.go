@@ -162,6 +162,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 
 	t.Run("natron dev stack", func(t *testing.T) {
 		cfg := devConfig(t, "") // no renderDir: apply for real
+		cfg.GitOps = nil        // GitOps delivery syncs a render: the next test
 		natron := cfg.Cluster.(*baremetal.Cluster)
 		natron.Kubeconfig, natron.ManagementKubeconfig = kc, kc
 		cfg.Storage.AccessKey, cfg.Storage.SecretKey = secret.Secret(marker+"-access"), secret.Secret(marker+"-secret")
@@ -296,7 +297,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			"externalsecrets.external-secrets.io": {"-A"},
 			"schedules.velero.io":                 {"-n", "velero"},
 		}, map[string]int{"applications.argoproj.io": 2, "externalsecrets.external-secrets.io": 3})
-		if got := srv.Kubectl(t, "get", "applications.argoproj.io", "dev-gpu-management", "-n", "argocd", "-o",
+		if got := srv.Kubectl(t, "get", "applications.argoproj.io", "acme-gitops-gpu-management", "-n", "argocd", "-o",
 			"jsonpath={.spec.source.path} {.spec.syncPolicy.syncOptions}"); got != `clusters/acme/gpu/management ["ServerSideApply=true","CreateNamespace=true"]` {
 			t.Errorf("management Application: %s", got)
 		}
@@ -318,9 +319,9 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			"gitrepositories.source.toolkit.fluxcd.io":   {"-n", "flux-system"},
 			"kustomizations.kustomize.toolkit.fluxcd.io": {"-n", "flux-system"},
 		}, map[string]int{"gitrepositories.source.toolkit.fluxcd.io": 1, "kustomizations.kustomize.toolkit.fluxcd.io": 2 * len(gitops.Layers)})
-		custom := "dev-gpu-management-" + gitops.Layers[2].Dir
+		custom := "acme-gitops-gpu-management-" + gitops.Layers[2].Dir
 		if got := srv.Kubectl(t, "get", "kustomizations.kustomize.toolkit.fluxcd.io", custom, "-n", "flux-system", "-o",
-			"jsonpath={.spec.dependsOn[0].name} {.spec.kubeConfig.secretRef.name} {.spec.path}"); got != "dev-gpu-management-"+gitops.Layers[1].Dir+
+			"jsonpath={.spec.dependsOn[0].name} {.spec.kubeConfig.secretRef.name} {.spec.path}"); got != "acme-gitops-gpu-management-"+gitops.Layers[1].Dir+
 			" natron-management-kubeconfig ./clusters/acme/gpu/management/"+gitops.Layers[2].Dir {
 			t.Errorf("Kustomization %s: %s", custom, got)
 		}

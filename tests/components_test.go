@@ -6,6 +6,9 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/components/gitops"
+	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
@@ -22,7 +25,13 @@ func TestComponentsRefuseMissingArgs(t *testing.T) {
 		"gpu platform":  func(ctx *pulumi.Context) error { _, err := platform.NewGPUPlatform(ctx, "gpu", nil); return err },
 		"gpu policies":  func(ctx *pulumi.Context) error { _, err := policy.NewGPUPolicies(ctx, "policies", nil); return err },
 		"model serving": func(ctx *pulumi.Context) error { _, err := serving.NewModelServing(ctx, "serving", nil); return err },
-		"aks pool":      func(ctx *pulumi.Context) error { _, err := aks.NewPool(ctx, "a100", nil); return err },
+		"backups":       func(ctx *pulumi.Context) error { _, err := backup.NewBackups(ctx, "backup", nil); return err },
+		"log collector": func(ctx *pulumi.Context) error { _, err := logging.NewLogCollector(ctx, "logging", nil); return err },
+		"gitops delivery": func(ctx *pulumi.Context) error {
+			_, err := gitops.NewDelivery(ctx, "gitops", &gitops.Args{Prefix: "acme-gpu"}) // no providers
+			return err
+		},
+		"aks pool": func(ctx *pulumi.Context) error { _, err := aks.NewPool(ctx, "a100", nil); return err },
 		"bare-metal pool": func(ctx *pulumi.Context) error {
 			_, err := baremetal.NewPool(ctx, "infer", &baremetal.PoolArgs{}) // no management provider
 			return err

@@ -35,8 +35,8 @@ type Args struct {
 type Delivery struct {
 	pulumi.ResourceState
 
-	// Objects are the tool's objects' names, in apply order.
-	Objects pulumi.StringArrayOutput
+	// Objects are the tool's objects (kind/name), known at registration.
+	Objects []string
 }
 
 // NewDelivery registers the Argo CD Applications, or Flux's GitRepository
@@ -61,14 +61,13 @@ func NewDelivery(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Re
 			objs = append(objs, Application(args.Spec, args.Prefix, dest))
 		}
 	}
-	var names pulumi.StringArray
 	for _, o := range objs {
 		meta := o["metadata"].(map[string]any)
 		n := meta["name"].(string)
 		if _, err := plain.Object(ctx, name+"-"+n, o, toGitOps...); err != nil {
 			return nil, fmt.Errorf("gitops delivery %s: %s %s: %w", name, o["kind"], n, err)
 		}
-		names = append(names, pulumi.String(o["kind"].(string)+"/"+n))
+		d.Objects = append(d.Objects, o["kind"].(string)+"/"+n)
 	}
 	if e := args.Spec.ExternalSecrets; e != nil {
 		toWorkload := []pulumi.ResourceOption{pulumi.Parent(d), pulumi.Provider(args.Workload)}
@@ -78,8 +77,7 @@ func NewDelivery(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Re
 			}
 		}
 	}
-	d.Objects = names.ToStringArrayOutput()
-	if err := ctx.RegisterResourceOutputs(d, pulumi.Map{"objects": d.Objects}); err != nil {
+	if err := ctx.RegisterResourceOutputs(d, pulumi.Map{"objects": pulumi.ToStringArray(d.Objects)}); err != nil {
 		return nil, fmt.Errorf("gitops delivery %s: outputs: %w", name, err)
 	}
 	return d, nil

@@ -41,14 +41,19 @@ func OpenStack(ctx context.Context, name string, cfg *config.Config, e Engine) (
 
 // OpenWorkloadStack is OpenStack for stacks.WorkloadProgram: the stack's
 // Kubernetes side applied to the cluster kubeconfig reaches, without pools.
+// A rendering stack (renderDir) is applied as its GitOps tool would apply
+// the render, nothing written to files: no Secrets with secret values,
+// ExternalSecrets and the GitOps objects instead (a staging check).
 func OpenWorkloadStack(ctx context.Context, name string, cfg *config.Config, kubeconfig secret.Secret, e Engine) (*Stack, error) {
-	if cfg != nil && cfg.RenderDir != "" {
-		return nil, fmt.Errorf("stack %s: a workload stack applies to the cluster its kubeconfig reaches; unset renderDir, got %q", name, cfg.RenderDir)
-	}
 	if kubeconfig == "" {
 		return nil, fmt.Errorf("stack %s: a workload stack needs the cluster's kubeconfig", name)
 	}
-	return openStack(ctx, name, cfg, stacks.WorkloadProgram(kubeconfig), e, false)
+	s, err := openStack(ctx, name, cfg, stacks.WorkloadProgram(kubeconfig), e, false)
+	if err != nil {
+		return nil, err
+	}
+	s.renderOnly = false // its objects are in a cluster
+	return s, nil
 }
 
 // openStack validates cfg, then selects or creates the stack and replaces

@@ -5,11 +5,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
+	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 )
 
@@ -85,6 +87,44 @@ func TestPlanDecidesOnce(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.images, images); diff != "" {
 				t.Errorf("the stack's own images (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The backup Schedule covers the namespaces the program owns, whatever
+// they are called, and skips the weight caches' storage class; the
+// log collector's namespace only when the program installs it, the
+// serving side's only with models or jobs.
+func TestBackupScope(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		edit       func(c *config.Config)
+		namespaces []string
+		skip       []string
+	}{
+		{"dev", func(*config.Config) {}, []string{"gpu-platform", "logging", "models", "batch"}, []string{"cephfs"}},
+		{"renamed namespaces, no log collector", func(c *config.Config) {
+			c.Serving.Namespace, c.Serving.BatchNamespace, c.Platform.Namespace = "inference", "training", "gpu-system"
+			c.Logging = logging.Spec{}
+		}, []string{"gpu-system", "inference", "training"}, []string{"cephfs"}},
+		{"no models, a job", func(c *config.Config) { c.Models = nil; c.Storage = nil }, []string{"gpu-platform", "logging", "models", "batch"}, nil},
+		{"pools only", func(c *config.Config) { c.Models, c.BatchJobs, c.Storage = nil, nil, nil }, []string{"gpu-platform", "logging"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := stacktest.Config(t, "dev")
+			tc.edit(c)
+			p, err := plan.Resolve(c, "dev")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.namespaces, p.BackupNamespaces); d != "" {
+				t.Errorf("namespaces (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.skip, p.BackupSkipClasses); d != "" {
+				t.Errorf("skipped classes (-want +got):\n%s", d)
 			}
 		})
 	}
