@@ -290,13 +290,21 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		cfg := devConfig(t, t.TempDir())
 		cfg.Platform.SkipAwait = true
 		cfg.Serving.APIKey = secret.Secret(marker + "-gitops-apikey")
+		// Velero installed by the program, in its own namespace: the
+		// chart's CRDs are the ones applied above (same spec)
+		cfg.Backup.Install, cfg.Backup.Namespace = true, "velero-gpu"
+		cfg.Policies.AllowedRegistries.Registries = append(cfg.Policies.AllowedRegistries.Registries, "docker.io/velero")
 		s, err := automation.OpenWorkloadStack(ctx, "acme-gitops", cfg, kc, e)
 		upHidingSecrets(ctx, t, s, err, marker)
 		expectObjects(t, srv, map[string][]string{
 			"applications.argoproj.io":            {"-n", "argocd"},
 			"externalsecrets.external-secrets.io": {"-A"},
-			"schedules.velero.io":                 {"-n", "velero"},
+			"schedules.velero.io":                 {"-n", "velero-gpu"},
+			"deployments.apps":                    {"-n", "velero-gpu"},
 		}, map[string]int{"applications.argoproj.io": 2, "externalsecrets.external-secrets.io": 3})
+		if got := srv.Kubectl(t, "get", "deployment", "velero", "-n", "velero-gpu", "-o", "jsonpath={.spec.template.spec.initContainers[0].image}"); got != backup.Plugins[backup.AWS] {
+			t.Errorf("the installed Velero's plugin: %q", got)
+		}
 		if got := srv.Kubectl(t, "get", "applications.argoproj.io", "acme-gitops-gpu-management", "-n", "argocd", "-o",
 			"jsonpath={.spec.source.path} {.spec.syncPolicy.syncOptions}"); got != `clusters/acme/gpu/management ["ServerSideApply=true","CreateNamespace=true"]` {
 			t.Errorf("management Application: %s", got)
