@@ -130,9 +130,9 @@ func loggingResources() []string {
 	return []string{"gpu-node-pools:logging:LogCollector::logging", "kubernetes:core/v1:Namespace::logging-namespace", chartType + "::logging-alloy"}
 }
 
-// backupResources are what the dev stack's backup block registers: the
-// component, the weights' resource policy, the Ceph location and the
-// Schedule (a render: no credentials Secret).
+// backupResources are what the stacks' backup blocks register: the
+// component, the weights' resource policy, the location and the Schedule
+// (dev renders and prod signs in with Entra ID: no credentials Secret).
 func backupResources() []string {
 	return []string{"gpu-node-pools:backup:Backups::backup", "kubernetes:core/v1:ConfigMap::backup-policy",
 		"kubernetes:velero.io/v1:BackupStorageLocation::backup-location", "kubernetes:velero.io/v1:Schedule::backup-schedule"}
@@ -218,6 +218,7 @@ func TestProdStackUnderMocks(t *testing.T) {
 	want := append([]string{k8sProvider + "::workload"}, platformResources("nvidia-device-plugin", "dcgm-exporter")...)
 	want = append(want, servingResources([]string{"llama3-8b", "llama3-70b"}, []string{"llama3-8b"}, []string{"llama3-8b", "llama3-70b"}, []string{"embed-nightly"}, true, false, serving.CIDR)...)
 	want = append(want, policyResources()...)
+	want = append(want, backupResources()...) // Blob with Entra ID: no credentials Secret
 	for _, p := range pools {
 		want = append(want, aksPoolType+"::"+p.Name, agentPoolType+"::"+p.Name+"-agentpool")
 	}
