@@ -161,8 +161,8 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 	kc := secret.Secret(srv.KubeconfigYAML(t) + "# " + marker + "-kubeconfig\n")
 
 	t.Run("natron dev stack", func(t *testing.T) {
-		cfg := devConfig(t, "") // no renderDir: apply for real
-		cfg.GitOps = nil        // GitOps delivery syncs a render: the next test
+		cfg := devConfig(t, "")    // no renderDir: apply for real
+		cfg.GitOps = gitops.Spec{} // GitOps delivery syncs a render: the next test
 		natron := cfg.Cluster.(*baremetal.Cluster)
 		natron.Kubeconfig, natron.ManagementKubeconfig = kc, kc
 		cfg.Storage.AccessKey, cfg.Storage.SecretKey = secret.Secret(marker+"-access"), secret.Secret(marker+"-secret")

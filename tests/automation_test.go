@@ -195,6 +195,7 @@ func TestLoadStackFile(t *testing.T) {
 	want := stacktest.Config(t, "dev") // secure values as pulumitest.SecretMarker
 	secrets := map[string]*secret.Secret{
 		"storage.accessKey": &got.Storage.AccessKey, "storage.secretKey": &got.Storage.SecretKey, "serving.apiKey": &got.Serving.APIKey,
+		"backup.location.accessKey": &got.Backup.Location.AccessKey, "backup.location.secretKey": &got.Backup.Location.SecretKey,
 	}
 	for k, s := range secrets {
 		if v := string(*s); v == "" || v == pulumitest.SecretMarker || strings.HasPrefix(v, "v1:") {

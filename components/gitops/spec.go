@@ -99,10 +99,14 @@ func DefaultNamespace(tool string) string {
 // ms, s, m and h units only.
 var fluxDuration = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`)
 
+// Set reports whether the block is there at all (Pulumi.yaml gives an
+// absent block the default {}).
+func (s Spec) Set() bool { return s != Spec{} }
+
 // Validate checks the block as written; rendering is whether the stack
 // has a renderDir, which GitOps delivery syncs.
-func (s *Spec) Validate(p *field.Path, rendering bool) field.ErrorList {
-	if s == nil {
+func (s Spec) Validate(p *field.Path, rendering bool) field.ErrorList {
+	if !s.Set() {
 		return nil
 	}
 	var errs field.ErrorList

@@ -56,8 +56,8 @@ type Config struct {
 	// Backup backs up what the program runs with Velero.
 	Backup backup.Spec
 	// GitOps syncs the rendered files with the platform's Argo CD or
-	// Flux (nil: not set up by the program).
-	GitOps *gitops.Spec
+	// Flux (left empty: not set up by the program).
+	GitOps gitops.Spec
 }
 
 // Key is the full path of a top-level key, gpu-node-pools:<k>.

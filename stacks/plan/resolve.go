@@ -70,7 +70,7 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, 
 	p.Costs = costs(cfg.Pricing, p)
 	p.Logging = cfg.Logging.Defaults()
 	p.LogTolerations = logging.Tolerations(p.Facts())
-	if cfg.GitOps != nil {
+	if cfg.GitOps.Set() {
 		g := cfg.GitOps.Defaults(stack)
 		p.GitOps, p.GitOpsPrefix = &g, objectName(stack)+"-gpu"
 	}
