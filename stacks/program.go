@@ -23,6 +23,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/secret"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 	"github.com/natron/gpu-node-pools/stacks/precheck"
@@ -141,6 +142,23 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Plan, workload, toGitOps *kube
 		outputs["models"] = endpoints
 		outputs["apiKey"] = ms.APIKey // a secret
 		external = append(external, ms.ExternalSecrets...)
+	}
+	if len(p.VectorDBs) > 0 {
+		o := p.ServingOptions
+		v, err := vectordb.NewVectorDBs(ctx, "vectordb", &vectordb.Args{Specs: p.VectorDBs, InstallOperator: o.InstallCloudNativePG && p.RenderDir == "",
+			OperatorNamespace: o.CloudNativePGNamespace, ServingNamespace: o.Namespace, PrometheusNamespace: o.PrometheusNamespace, Store: p.VectorStore,
+			MonitorLabels: p.Platform.Monitoring.ServiceMonitorLabels,
+			ChartDir:      p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != "", Workload: workload}, pulumi.DependsOn(after))
+		if err != nil {
+			return err
+		}
+		dbs := pulumi.Map{}
+		for n, e := range v.Endpoints {
+			dbs[n] = plain.Map(map[string]any{"kind": e.Kind, "namespace": e.Namespace, "endpoint": e.Address, "credentialsSecret": e.CredentialsSecret})
+		}
+		outputs["vectorDBs"] = dbs
+		outputs["vectorDBCredentials"] = v.Credentials // secrets
+		external = append(external, v.ExternalSecrets...)
 	}
 	if p.Backup.Enabled {
 		b, err := backup.NewBackups(ctx, "backup", &backup.Args{Spec: p.Backup, Namespaces: p.BackupNamespaces, SkipClasses: p.BackupSkipClasses,

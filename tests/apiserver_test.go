@@ -19,6 +19,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/secret"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
@@ -149,10 +150,12 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 	crds := filepath.Join(pulumitest.SharedDir(t), "crds")
 	srv.ApplyCRDs(t, filepath.Join(crds, "cluster-api"), filepath.Join(crds, "cluster-api-provider-metal3"),
 		filepath.Join(crds, "kyverno", "kyverno.io_clusterpolicies.yaml"), filepath.Join(crds, "cilium", "ciliumnetworkpolicies.yaml"),
-		filepath.Join(crds, "velero"))
+		filepath.Join(crds, "velero"), filepath.Join(crds, "cloudnative-pg", "postgresql.cnpg.io_clusters.yaml"),
+		filepath.Join(crds, "cloudnative-pg", "postgresql.cnpg.io_scheduledbackups.yaml"))
 	installMonitoringCRDs(t, srv)
 	srv.Kubectl(t, "create", "namespace", "capi-acme") // where the customer's Cluster lives
 	srv.Kubectl(t, "create", "namespace", "velero")    // the customer's Velero
+	srv.Kubectl(t, "create", "namespace", "rag-app")   // the pgvector's client
 
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -170,6 +173,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		backupStore := *cfg.Backup.Location
 		backupStore.AccessKey, backupStore.SecretKey = secret.Secret(marker+"-backup-access"), secret.Secret(marker+"-backup-secret")
 		cfg.Backup.Location = &backupStore
+		cfg.VectorDBs[0].Password = secret.Secret(marker + "-rag-password")
 		cfg.Platform.SkipAwait = true // no kubelet: pods never start here
 		s, err := automation.OpenStack(ctx, "acme-live", cfg, e)
 		upHidingSecrets(ctx, t, s, err, marker)
@@ -190,7 +194,11 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			"metal3machinetemplates.infrastructure.cluster.x-k8s.io": {"-n", "capi-acme"},
 			"schedules.velero.io":                                    {"-n", "velero"},
 			"backupstoragelocations.velero.io":                       {"-n", "velero"},
-		}, map[string]int{"machinedeployments.cluster.x-k8s.io": 3, "clusterpolicies.kyverno.io": 5})
+			"clusters.postgresql.cnpg.io":                            {"-n", "vector-dbs"},
+			"scheduledbackups.postgresql.cnpg.io":                    {"-n", "vector-dbs"},
+			"podmonitors.monitoring.coreos.com":                      {"-n", "vector-dbs"},
+		}, map[string]int{"machinedeployments.cluster.x-k8s.io": 3, "clusterpolicies.kyverno.io": 6})
+		checkVectorDB(t, srv, marker)
 		checkBackups(t, srv, marker)
 		checkLiveEngine(t, srv, "llama3-8b")
 		checkEgressPolicyValidated(t, srv)
@@ -301,7 +309,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			"externalsecrets.external-secrets.io": {"-A"},
 			"schedules.velero.io":                 {"-n", "velero-gpu"},
 			"deployments.apps":                    {"-n", "velero-gpu"},
-		}, map[string]int{"applications.argoproj.io": 2, "externalsecrets.external-secrets.io": 3})
+		}, map[string]int{"applications.argoproj.io": 2, "externalsecrets.external-secrets.io": 7})
 		if got := srv.Kubectl(t, "get", "deployment", "velero", "-n", "velero-gpu", "-o", "jsonpath={.spec.template.spec.initContainers[0].image}"); got != backup.Plugins[backup.AWS] {
 			t.Errorf("the installed Velero's plugin: %q", got)
 		}
@@ -394,7 +402,7 @@ func checkEgressPolicyValidated(t *testing.T, srv *kubeapi.Server) {
 func checkBackups(t *testing.T, srv *kubeapi.Server, marker string) {
 	t.Helper()
 	if got := srv.Kubectl(t, "get", "schedules.velero.io", backup.ScheduleName, "-n", "velero", "-o",
-		"jsonpath={.spec.template.includedNamespaces} {.spec.template.resourcePolicy.name}"); got != `["batch","gpu-platform","logging","models"] `+backup.PolicyName {
+		"jsonpath={.spec.template.includedNamespaces} {.spec.template.resourcePolicy.name}"); got != `["batch","gpu-platform","logging","models","vector-dbs"] `+backup.PolicyName {
 		t.Errorf("Schedule: %s", got)
 	}
 	if got := srv.Kubectl(t, "get", "backupstoragelocations.velero.io", "-n", "velero", "-o", "jsonpath={.items[0].spec.credential.name}"); got != backup.CredentialsName {
@@ -406,6 +414,25 @@ func checkBackups(t *testing.T, srv *kubeapi.Server, marker string) {
 	}
 	if got := srv.Kubectl(t, "get", "pvc", serving.WeightsClaim("llama3-8b"), "-n", "models", "-o", `jsonpath={.metadata.labels.velero\.io/exclude-from-backup}`); got != "true" {
 		t.Errorf("weights claim exclude label %q", got)
+	}
+}
+
+// checkVectorDB: CloudNativePG's CRD admitted the pgvector Cluster (the
+// image with the extension, the extension created after initdb, CPU nodes
+// only, backups to Ceph), and the credentials Secret, with the configured
+// password, is in the database's namespace and in its client's.
+func checkVectorDB(t *testing.T, srv *kubeapi.Server, marker string) {
+	t.Helper()
+	got := srv.Kubectl(t, "get", "clusters.postgresql.cnpg.io", "rag", "-n", "vector-dbs", "-o",
+		"jsonpath={.spec.imageName} {.spec.bootstrap.initdb.postInitApplicationSQL[0]} {.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator} {.spec.backup.barmanObjectStore.destinationPath}")
+	if got != vectordb.PostgresImage+" CREATE EXTENSION IF NOT EXISTS vector NotIn s3://acme-vector-backups/rag" {
+		t.Errorf("pgvector Cluster: %s", got)
+	}
+	for _, ns := range []string{"vector-dbs", "rag-app", "models"} {
+		data := srv.Kubectl(t, "get", "secret", vectordb.CredentialsSecret("rag"), "-n", ns, "-o", "go-template={{range .data}}{{. | base64decode}}{{end}}")
+		if !strings.Contains(data, marker+"-rag-password") {
+			t.Errorf("the pgvector credentials in %s do not hold the configured password", ns)
+		}
 	}
 }
 

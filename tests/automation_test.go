@@ -196,6 +196,7 @@ func TestLoadStackFile(t *testing.T) {
 	secrets := map[string]*secret.Secret{
 		"storage.accessKey": &got.Storage.AccessKey, "storage.secretKey": &got.Storage.SecretKey, "serving.apiKey": &got.Serving.APIKey,
 		"backup.location.accessKey": &got.Backup.Location.AccessKey, "backup.location.secretKey": &got.Backup.Location.SecretKey,
+		"vectorDBs[0].password": &got.VectorDBs[0].Password,
 	}
 	for k, s := range secrets {
 		if v := string(*s); v == "" || v == pulumitest.SecretMarker || strings.HasPrefix(v, "v1:") {

@@ -83,6 +83,7 @@ func TestEngineDevStack(t *testing.T) {
 	want = append(want, loggingResources()...)
 	want = append(want, backupResources()...)
 	want = append(want, gitopsResources()...)
+	want = append(want, vectorResources()...)
 	for _, p := range []string{"infer", "train", "notebook"} {
 		want = append(want, metalPoolType+"::"+p, mdType+"::"+p+"-deployment", kctType+"::"+p+"-bootstrap", m3mtType+"::"+p+"-machines")
 	}
@@ -112,8 +113,8 @@ func TestEngineDevStack(t *testing.T) {
 		t.Errorf("pool facts in outputs: %v", pools)
 	}
 	for k, o := range up.Outputs {
-		if o.Secret != (k == "apiKey") {
-			t.Errorf("output %s: secret %v; only apiKey is secret", k, o.Secret)
+		if o.Secret != (k == "apiKey" || k == "vectorDBCredentials") {
+			t.Errorf("output %s: secret %v; only apiKey and vectorDBCredentials are secret", k, o.Secret)
 		}
 	}
 	if up.Outputs["apiKey"].Value != pulumitest.SecretMarker+"-serving.apiKey" {

@@ -133,8 +133,11 @@ func TestRenderedDevStackSyncsInOrder(t *testing.T) {
 			t.Errorf("no ExternalSecret for %v", e)
 		}
 	}
-	if len(external) != 3 {
-		t.Errorf("ExternalSecrets %v: the API key, the storage keys and the backup credentials", external)
+	// the API key, the storage keys, Velero's keys, the pgvector's
+	// credentials in its namespace, the serving one and its client's, and
+	// its backup store's keys
+	if len(external) != 7 {
+		t.Errorf("ExternalSecrets %v, want 7", external)
 	}
 
 	// A new vLLM release: only the model server's Deployment changes.

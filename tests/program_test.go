@@ -145,7 +145,19 @@ func gitopsResources() []string {
 	const es = "kubernetes:external-secrets.io/v1:ExternalSecret::gitops-"
 	return []string{k8sProvider + "::gitops", "gpu-node-pools:gitops:Delivery::gitops",
 		"kubernetes:argoproj.io/v1alpha1:Application::gitops-dev-gpu-management", "kubernetes:argoproj.io/v1alpha1:Application::gitops-dev-gpu-workload",
-		es + "models-gpu-node-pools-api-key", es + "models-gpu-node-pools-storage", es + "velero-gpu-node-pools-backup-credentials"}
+		es + "models-gpu-node-pools-api-key", es + "models-gpu-node-pools-storage", es + "velero-gpu-node-pools-backup-credentials",
+		es + "models-rag-credentials", es + "rag-app-rag-credentials", es + "vector-dbs-rag-backup-store", es + "vector-dbs-rag-credentials"}
+}
+
+// vectorResources are what the dev stack's pgvector database registers:
+// the component, its namespace, the CloudNativePG Cluster and its nightly
+// backup, its NetworkPolicy and PodMonitor, and the policy that keeps GPUs out of its
+// namespace (a render: the credentials are ExternalSecrets).
+func vectorResources() []string {
+	return []string{"gpu-node-pools:vectordb:VectorDBs::vectordb", "kubernetes:core/v1:Namespace::vectordb-vector-dbs",
+		"kubernetes:postgresql.cnpg.io/v1:Cluster::vectordb-rag", "kubernetes:postgresql.cnpg.io/v1:ScheduledBackup::vectordb-rag-nightly",
+		"kubernetes:networking.k8s.io/v1:NetworkPolicy::vectordb-rag-network-policy", "kubernetes:kyverno.io/v1:ClusterPolicy::policies-gpu-free-namespaces",
+		"kubernetes:monitoring.coreos.com/v1:PodMonitor::vectordb-rag-metrics"}
 }
 
 // poolConfig is a pool as written in the stack file.
@@ -378,6 +390,7 @@ func TestDevStackUnderMocks(t *testing.T) {
 	want = append(want, loggingResources()...)
 	want = append(want, backupResources()...)
 	want = append(want, gitopsResources()...)
+	want = append(want, vectorResources()...)
 	for _, p := range pools {
 		want = append(want, metalPoolType+"::"+p.Name, mdType+"::"+p.Name+"-deployment",
 			kctType+"::"+p.Name+"-bootstrap", m3mtType+"::"+p.Name+"-machines")

@@ -6,6 +6,7 @@
 package backup
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
@@ -193,15 +194,9 @@ func (l *Location) validate(p *field.Path, install bool) field.ErrorList {
 
 // Defaults fills what the block leaves out.
 func (s Spec) Defaults() Spec {
-	if s.Namespace == "" {
-		s.Namespace = DefaultNamespace
-	}
-	if s.Schedule == "" {
-		s.Schedule = DefaultSchedule
-	}
-	if s.TTL == "" {
-		s.TTL = DefaultTTL
-	}
+	s.Namespace = cmp.Or(s.Namespace, DefaultNamespace)
+	s.Schedule = cmp.Or(s.Schedule, DefaultSchedule)
+	s.TTL = cmp.Or(s.TTL, DefaultTTL)
 	if s.StorageLocation == "" {
 		s.StorageLocation = DefaultLocation
 		if s.Location != nil {

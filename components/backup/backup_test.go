@@ -12,6 +12,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/components/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/testkit/fieldtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
@@ -50,19 +51,7 @@ func TestValidate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			errs := tc.spec.Validate(field.NewPath("backup"))
-			var got []string
-			for _, e := range errs {
-				got = append(got, e.Error())
-			}
-			if len(got) != len(tc.want) {
-				t.Fatalf("got %d problems %q, want %q", len(got), got, tc.want)
-			}
-			for i, w := range tc.want {
-				if !strings.HasPrefix(got[i], w) {
-					t.Errorf("problem %d: %q, want prefix %q", i, got[i], w)
-				}
-			}
+			fieldtest.Expect(t, tc.spec.Validate(field.NewPath("backup")), tc.want...)
 		})
 	}
 }

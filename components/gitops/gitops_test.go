@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/testkit/fieldtest"
 )
 
 func argo() gitops.Spec {
@@ -48,18 +48,7 @@ func TestValidate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var got []string
-			for _, e := range tc.spec.Validate(field.NewPath("gitops"), tc.rendering) {
-				got = append(got, e.Error())
-			}
-			if len(got) != len(tc.want) {
-				t.Fatalf("got %q, want %q", got, tc.want)
-			}
-			for i, w := range tc.want {
-				if !strings.HasPrefix(got[i], w) {
-					t.Errorf("problem %d: %q, want prefix %q", i, got[i], w)
-				}
-			}
+			fieldtest.Expect(t, tc.spec.Validate(field.NewPath("gitops"), tc.rendering), tc.want...)
 		})
 	}
 }

@@ -174,3 +174,32 @@ func vllmLatency(fast, total int) string {
 		sel("30") + " 0+" + strconv.Itoa(total) + "x30\n  " +
 		sel("+Inf") + " 0+" + strconv.Itoa(total) + "x30"
 }
+
+// The vector-database row's queries, evaluated by Prometheus's engine over
+// synthetic series: the database size is the application database's
+// only, connections add up by state, Qdrant's vectors add up per pod.
+func TestVectorDBPanelsInPrometheus(t *testing.T) {
+	t.Parallel()
+	storage := promqltest.LoadedStorage(t, `load 1m
+cnpg_pg_database_size_bytes{namespace="vector-dbs",pod="rag-1",datname="app"} 2000x5
+cnpg_pg_database_size_bytes{namespace="vector-dbs",pod="rag-1",datname="postgres"} 9000x5
+cnpg_backends_total{namespace="vector-dbs",pod="rag-1",datname="app",usename="app",application_name="a",state="active"} 3x5
+cnpg_backends_total{namespace="vector-dbs",pod="rag-1",datname="app",usename="app",application_name="b",state="active"} 2x5
+cnpg_backends_total{namespace="vector-dbs",pod="rag-1",datname="postgres",usename="postgres",application_name="c",state="active"} 7x5
+collections_vector_total{namespace="vector-dbs",pod="qdrant-search-0",id="docs"} 100x5
+collections_vector_total{namespace="vector-dbs",pod="qdrant-search-0",id="faq"} 50x5
+`)
+	t.Cleanup(func() { _ = storage.Close() })
+	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e6, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	for panel, want := range map[string]float64{"pgvector size": 2000, "pgvector connections": 5, "qdrant vectors": 150} {
+		q, err := engine.NewInstantQuery(context.Background(), storage, nil, platform.VectorDBPanelQueries[panel], time.Unix(240, 0))
+		if err != nil {
+			t.Fatalf("%s: %v", panel, err)
+		}
+		res := q.Exec(context.Background())
+		vec, err := res.Vector()
+		if err != nil || len(vec) != 1 || vec[0].F != want {
+			t.Errorf("%s: %v (%v), want one series of %v", panel, vec, err, want)
+		}
+	}
+}

@@ -115,6 +115,15 @@ func Dashboards() []Dashboard {
 					Expr: `max by (model_name, pod) (vllm:kv_cache_usage_perc) * 100`, Legend: "{{model_name}} {{pod}}"}}},
 				{Title: "Generated tokens per second", Type: "timeseries", Unit: "none", Queries: []Query{{
 					Expr: `sum by (model_name) (rate(vllm:generation_tokens_total[5m]))`, Legend: "{{model_name}}"}}},
+				// the RAG pipelines' vector databases (vectorDBs), on CPU nodes
+				{Title: "Vector databases: pgvector instances up", Type: "timeseries", Unit: "none", Queries: []Query{{
+					Expr: VectorDBPanelQueries["pgvector up"], Legend: "{{namespace}}/{{pod}}"}}, Logs: podLogs},
+				{Title: "Vector databases: pgvector connections", Type: "timeseries", Unit: "none", Queries: []Query{{
+					Expr: VectorDBPanelQueries["pgvector connections"], Legend: "{{namespace}}/{{pod}} {{state}}"}}},
+				{Title: "Vector databases: pgvector database size", Type: "timeseries", Unit: "bytes", Queries: []Query{{
+					Expr: VectorDBPanelQueries["pgvector size"], Legend: "{{namespace}}/{{pod}}"}}},
+				{Title: "Vector databases: Qdrant vectors", Type: "timeseries", Unit: "none", Queries: []Query{{
+					Expr: VectorDBPanelQueries["qdrant vectors"], Legend: "{{namespace}}/{{pod}}"}}, Logs: podLogs},
 			},
 		},
 	}
@@ -166,4 +175,15 @@ func (d Dashboard) JSON() string {
 	}
 	b, _ := json.MarshalIndent(model, "", "  ") // plain maps: cannot fail
 	return string(b)
+}
+
+// VectorDBPanelQueries are the serving dashboard's vector-database row:
+// CloudNativePG's exporter (cnpg_collector_up; cnpg_backends_total and
+// cnpg_pg_database_size_bytes from its default queries, v1.30.0) for the
+// application database, and Qdrant's own /metrics.
+var VectorDBPanelQueries = map[string]string{
+	"pgvector up":          `max by (namespace, pod) (cnpg_collector_up)`,
+	"pgvector connections": `sum by (namespace, pod, state) (cnpg_backends_total{datname="app"})`,
+	"pgvector size":        `max by (namespace, pod) (cnpg_pg_database_size_bytes{datname="app"})`,
+	"qdrant vectors":       `sum by (namespace, pod) (collections_vector_total)`,
 }

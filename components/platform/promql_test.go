@@ -33,6 +33,13 @@ var vllmMetrics = []string{
 // both part of the cluster's existing monitoring stack.
 var platformMetrics = []string{"up", "kube_node_status_capacity", "kube_pod_container_resource_requests"}
 
+// vectorDBMetrics are the vector databases' series: CloudNativePG 1.30.0's
+// exporter (pkg/management/postgres/webserver/metricserver/pg_collector.go
+// for cnpg_collector_up; config/manager/default-monitoring.yaml, queries
+// backends and pg_database, for the others) and Qdrant's /metrics
+// (collections_vector_total, documented in Qdrant's monitoring guide).
+var vectorDBMetrics = []string{"cnpg_collector_up", "cnpg_backends_total", "cnpg_pg_database_size_bytes", "collections_vector_total"}
+
 // knownMetrics are the metrics the DCGM exporter emits with the metrics
 // file the program gives it, and the vLLM and platform sets.
 func knownMetrics(t *testing.T) map[string]bool {
@@ -49,7 +56,7 @@ func knownMetrics(t *testing.T) map[string]bool {
 			known[m+suffix] = true
 		}
 	}
-	for _, m := range platformMetrics {
+	for _, m := range append(platformMetrics, vectorDBMetrics...) {
 		known[m] = true
 	}
 	return known
@@ -215,7 +222,8 @@ func TestDashboards(t *testing.T) {
 	for _, m := range []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
 		"DCGM_FI_DEV_XID_ERRORS", "kube_pod_container_resource_requests", "count_over_time",
 		"vllm:request_success_total", "vllm:e2e_request_latency_seconds_bucket", "vllm:time_to_first_token_seconds_bucket",
-		"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:generation_tokens_total"} {
+		"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:generation_tokens_total",
+		"cnpg_collector_up", "cnpg_pg_database_size_bytes", "collections_vector_total"} {
 		if !strings.Contains(all, m) {
 			t.Errorf("no panel uses %s", m)
 		}

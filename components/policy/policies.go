@@ -16,6 +16,7 @@ const (
 	DisallowPrivilegedName = "gpu-disallow-privileged"
 	GPUTaintName           = "gpu-taint"
 	GPUTolerationName      = "gpu-toleration"
+	CPUOnlyName            = "gpu-free-namespaces"
 
 	RuleDeclareResources    = "gpu-containers-declare-resources"
 	RuleGPUPodRegistries    = "gpu-pod-images"
@@ -23,6 +24,7 @@ const (
 	RuleNoPrivileged        = "no-privileged-gpu-containers"
 	RuleAddToleration       = "add-gpu-toleration"
 	RuleTaintNeedsGPU       = "gpu-toleration-needs-gpu-request"
+	RuleNoGPU               = "no-gpu-requests-or-tolerations"
 )
 
 // CEL shared by the validation rules. Kyverno's autogen rewrites
@@ -88,7 +90,23 @@ func ClusterPolicies(r Resolved) []map[string]any {
 	if r.GPUTaint.On() {
 		out = append(out, gpuToleration(), gpuTaint(r))
 	}
+	if len(r.CPUOnlyNamespaces) > 0 {
+		out = append(out, cpuOnly(r))
+	}
 	return out
+}
+
+// cpuOnly keeps GPUs out of the namespaces of what runs on CPU nodes (the
+// vector databases): no GPU request, no toleration of the GPU taint. It
+// always enforces: a vector database on a GPU node is a mistake, not a
+// report, whatever the block's action.
+func cpuOnly(r Resolved) map[string]any {
+	return clusterPolicy(CPUOnlyName, "No GPUs for CPU workloads",
+		"Pods in "+strings.Join(r.CPUOnlyNamespaces, ", ")+" (vector databases) neither request a GPU nor tolerate "+gpupool.GPUTaint+": they belong on CPU nodes.",
+		nil, validateRule(RuleNoGPU, Enforce, podMatch(r.CPUOnlyNamespaces), nil,
+			[]any{celContainers, celGPU, celTolerates},
+			"!variables.gpu && !variables.tolerates",
+			"pods in this namespace run on CPU nodes: no nvidia.com/gpu request and no toleration of the GPU taint "+gpupool.GPUTaint))
 }
 
 func requireResources(r Resolved) map[string]any {

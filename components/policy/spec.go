@@ -90,6 +90,9 @@ type Scope struct {
 	// ServingNamespace holds the model servers, BatchNamespace the batch
 	// jobs.
 	ServingNamespace, BatchNamespace string
+	// CPUOnlyNamespaces hold what never runs on GPU nodes (the vector
+	// databases).
+	CPUOnlyNamespaces []string
 }
 
 // Resolved is a Spec with its defaults filled and its scope known: what the

@@ -119,10 +119,15 @@ type Options struct {
 	BandwidthMBps     float64 `json:"bandwidthMBps,omitempty"`
 	PrometheusAddress string  `json:"prometheusAddress,omitempty"`
 	// InstallKEDA is false when the cluster already runs KEDA.
-	InstallKEDA         *bool  `json:"installKeda,omitempty"`
-	IngressNamespace    string `json:"ingressNamespace,omitempty"`
-	IngressClass        string `json:"ingressClass,omitempty"`
-	PrometheusNamespace string `json:"prometheusNamespace,omitempty"`
+	InstallKEDA *bool `json:"installKeda,omitempty"`
+	// InstallCloudNativePG installs the operator the pgvector databases
+	// need in CloudNativePGNamespace; by default the platform's operator
+	// runs there (cnpg-system).
+	InstallCloudNativePG   bool   `json:"installCloudNativePG,omitempty"`
+	CloudNativePGNamespace string `json:"cloudNativePGNamespace,omitempty"`
+	IngressNamespace       string `json:"ingressNamespace,omitempty"`
+	IngressClass           string `json:"ingressClass,omitempty"`
+	PrometheusNamespace    string `json:"prometheusNamespace,omitempty"`
 	// ClientNamespaces may call the models' in-cluster endpoints (the
 	// NetworkPolicy admits them besides ingress and Prometheus).
 	ClientNamespaces []string `json:"clientNamespaces,omitempty"`
@@ -189,6 +194,7 @@ func (o Options) Defaults(storageClass, networkPolicy string) Options {
 	o.IngressNamespace = cmp.Or(o.IngressNamespace, "ingress-nginx")
 	o.IngressClass = cmp.Or(o.IngressClass, "nginx")
 	o.PrometheusNamespace = cmp.Or(o.PrometheusNamespace, "monitoring")
+	o.CloudNativePGNamespace = cmp.Or(o.CloudNativePGNamespace, "cnpg-system")
 	o.ClusterIssuer = cmp.Or(o.ClusterIssuer, "letsencrypt-prod")
 	start, end := o.window()
 	o.OffPeakStartHour, o.OffPeakEndHour = &start, &end

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/stacks/target"
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
@@ -108,8 +110,9 @@ func blocks() []Block {
 	}, Block{
 		Key: "storage", Secret: func(c *Config) bool { return c.Storage.HasSecrets() }, field: func(c *Config) any { return &c.Storage },
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
-			if len(c.Models) == 0 {
-				return nil // read only by the weight downloads
+			backups := slices.ContainsFunc(c.VectorDBs, func(v vectordb.Spec) bool { return v.Backup != "" })
+			if len(c.Models) == 0 && (!backups || c.Storage == nil) {
+				return nil // read by the weight downloads and pgvector's backups, which say when it is missing
 			}
 			return c.Storage.Validate(p)
 		},
@@ -122,6 +125,9 @@ func blocks() []Block {
 	}, Block{
 		Key: "batchJobs", Secret: never, field: func(c *Config) any { return &c.BatchJobs },
 		validate: validateBatchJobs,
+	}, Block{
+		Key: "vectorDBs", Secret: func(c *Config) bool { return slices.ContainsFunc(c.VectorDBs, vectordb.Spec.HasSecrets) },
+		field: func(c *Config) any { return &c.VectorDBs }, validate: validateVectorDBs,
 	}, Block{
 		Key: "policies", Secret: never, field: func(c *Config) any { return &c.Policies },
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {

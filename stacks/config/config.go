@@ -16,6 +16,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/pricing"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/stacks/target"
 )
 
@@ -58,6 +59,8 @@ type Config struct {
 	// GitOps syncs the rendered files with the platform's Argo CD or
 	// Flux (left empty: not set up by the program).
 	GitOps gitops.Spec
+	// VectorDBs are the RAG pipelines' vector databases, on CPU nodes.
+	VectorDBs []vectordb.Spec
 }
 
 // Key is the full path of a top-level key, gpu-node-pools:<k>.

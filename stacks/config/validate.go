@@ -74,3 +74,20 @@ func validateBatchJobs(c *Config, p *field.Path, ok func(*field.Path) bool) fiel
 	}
 	return errs
 }
+
+func validateVectorDBs(c *Config, p *field.Path, ok func(*field.Path) bool) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]int{}
+	for i, v := range c.VectorDBs {
+		ip := p.Index(i)
+		if ok(ip) {
+			errs = append(errs, v.Validate(ip)...)
+		}
+		if k, dup := seen[v.Name]; dup {
+			errs = append(errs, check.Duplicate(ip.Child("name"), v.Name, "must be unique, vectorDBs[%d] has the same name", k))
+		} else {
+			seen[v.Name] = i
+		}
+	}
+	return errs
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/pricing"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/target"
 )
@@ -40,6 +41,9 @@ type Plan struct {
 	Platform platform.Spec
 	// Serving is model serving and batch work; nil without either.
 	Serving *serving.Plan
+	// ServingOptions are the defaulted serving block, with or without
+	// models (the vector databases read it too).
+	ServingOptions serving.Options
 	// Policies are the resolved policies; nil when switched off.
 	Policies *policy.Resolved
 	// Images are the images the stack runs itself.
@@ -66,8 +70,12 @@ type Plan struct {
 	Backup backup.Spec
 	// GitOps is the defaulted gitops block (nil without one), and
 	// GitOpsPrefix the start of its objects' names.
-	GitOps            *gitops.Spec
-	GitOpsPrefix      string
+	GitOps       *gitops.Spec
+	GitOpsPrefix string
+	// VectorDBs are the defaulted vector databases; VectorStore where the
+	// pgvector backups go (the storage block; nil without one).
+	VectorDBs         []vectordb.Spec
+	VectorStore       *vectordb.Store
 	BackupNamespaces  []string
 	BackupSkipClasses []string
 }

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -28,12 +29,13 @@ func TestPlanDecidesOnce(t *testing.T) {
 		storageClass, runtimeClass string
 		pools                      int
 		images                     []string
+		cpuOnly                    []string
 	}{
 		{"dev", platform.GPUOperator, "cephfs", "nvidia", 3, []string{
 			"nvcr.io/nvidia", "registry.k8s.io/nfd/node-feature-discovery", "docker.io/grafana/alloy", "quay.io/prometheus-operator/prometheus-config-reloader",
-			"vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.natron-cloud.example/ml/finetune:0.3"}},
+			"vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.natron-cloud.example/ml/finetune:0.3"}, []string{"vector-dbs"}},
 		{"prod", platform.DevicePlugin, "azurefile-csi-premium", "", 4, []string{
-			"nvcr.io/nvidia/k8s-device-plugin", "nvcr.io/nvidia/k8s/dcgm-exporter", "vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.acme.example/embedder:1.4"}},
+			"nvcr.io/nvidia/k8s-device-plugin", "nvcr.io/nvidia/k8s/dcgm-exporter", "vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.acme.example/embedder:1.4"}, nil},
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			raw, _, err := pulumitest.StackConfig(tc.stack)
@@ -77,8 +79,8 @@ func TestPlanDecidesOnce(t *testing.T) {
 					t.Errorf("batch job %s: %+v", cfg.BatchJobs[i].Name, j)
 				}
 			}
-			want := policy.Scope{PlatformNamespace: "gpu-platform", ServingNamespace: "models", BatchNamespace: "batch"}
-			if p.Policies == nil || p.Policies.Scope != want {
+			want := policy.Scope{PlatformNamespace: "gpu-platform", ServingNamespace: "models", BatchNamespace: "batch", CPUOnlyNamespaces: tc.cpuOnly}
+			if p.Policies == nil || !cmp.Equal(p.Policies.Scope, want) {
 				t.Errorf("policies %+v, want scope %+v", p.Policies, want)
 			}
 			var images []string
@@ -95,7 +97,8 @@ func TestPlanDecidesOnce(t *testing.T) {
 // The backup Schedule covers the namespaces the program owns, whatever
 // they are called, and skips the weight caches' storage class; the
 // log collector's namespace only when the program installs it, the
-// serving side's only with models or jobs.
+// vector databases' with them, the serving side's only with models or
+// jobs.
 func TestBackupScope(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -104,13 +107,14 @@ func TestBackupScope(t *testing.T) {
 		namespaces []string
 		skip       []string
 	}{
-		{"dev", func(*config.Config) {}, []string{"gpu-platform", "logging", "models", "batch"}, []string{"cephfs"}},
+		{"dev", func(*config.Config) {}, []string{"gpu-platform", "logging", "vector-dbs", "models", "batch"}, []string{"cephfs"}},
 		{"renamed namespaces, no log collector", func(c *config.Config) {
 			c.Serving.Namespace, c.Serving.BatchNamespace, c.Platform.Namespace = "inference", "training", "gpu-system"
 			c.Logging = logging.Spec{}
-		}, []string{"gpu-system", "inference", "training"}, []string{"cephfs"}},
-		{"no models, a job", func(c *config.Config) { c.Models = nil; c.Storage = nil }, []string{"gpu-platform", "logging", "models", "batch"}, nil},
-		{"pools only", func(c *config.Config) { c.Models, c.BatchJobs, c.Storage = nil, nil, nil }, []string{"gpu-platform", "logging"}, nil},
+			c.VectorDBs[0].Namespace = "rag"
+		}, []string{"gpu-system", "rag", "inference", "training"}, []string{"cephfs"}},
+		{"no models, a job", func(c *config.Config) { c.Models, c.VectorDBs = nil, nil; c.Storage = nil }, []string{"gpu-platform", "logging", "models", "batch"}, nil},
+		{"pools only", func(c *config.Config) { c.Models, c.BatchJobs, c.Storage, c.VectorDBs = nil, nil, nil, nil }, []string{"gpu-platform", "logging"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -125,6 +129,41 @@ func TestBackupScope(t *testing.T) {
 			}
 			if d := cmp.Diff(tc.skip, p.BackupSkipClasses); d != "" {
 				t.Errorf("skipped classes (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// What a vector database needs of the rest of the stack is checked when
+// the plan is made, naming the key: a nodeSelector that picks a GPU
+// pool's nodes, a backup without storage, a backup path of the wrong kind
+// of store.
+func TestVectorDBsAgainstTheStack(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		edit func(c *config.Config)
+		want string
+	}{
+		{"on a GPU pool", func(c *config.Config) {
+			p, err := plan.Resolve(stacktest.Config(t, "dev"), "dev")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.VectorDBs[0].NodeSelector = p.Facts()[0].NodeSelector
+		}, "gpu-node-pools:vectorDBs[0].nodeSelector: selects the nodes of GPU pool infer"},
+		{"backup without storage", func(c *config.Config) { c.Models, c.Storage = nil, nil },
+			"gpu-node-pools:storage: required by vectorDBs[0].backup"},
+		{"backup to Blob on S3 storage", func(c *config.Config) { c.VectorDBs[0].Backup = "https://acme.blob.core.windows.net/pg/rag" },
+			"gpu-node-pools:vectorDBs[0].backup: must be an s3://bucket/path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := stacktest.Config(t, "dev")
+			tc.edit(c)
+			_, err := plan.Resolve(c, "dev")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
 			}
 		})
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/pricing"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/target"
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
@@ -62,9 +63,12 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, 
 		r.add(platform.CheckNFD(key("platform").Child("nfd"), p.Platform.GPUStack, cfg.Platform.NFD)...)
 	}
 	options := cfg.Serving.Defaults(d.StorageClass, d.NetworkPolicy)
+	p.ServingOptions = options
 	p.Serving = r.resolveServing(p, options)
+	p.VectorDBs, p.VectorStore = r.resolveVectorDBs(p)
 	if cfg.Policies.On() {
-		pol := cfg.Policies.Resolve(policy.Scope{PlatformNamespace: p.Platform.Namespace, ServingNamespace: options.Namespace, BatchNamespace: options.BatchNamespace})
+		pol := cfg.Policies.Resolve(policy.Scope{PlatformNamespace: p.Platform.Namespace, ServingNamespace: options.Namespace, BatchNamespace: options.BatchNamespace,
+			CPUOnlyNamespaces: vectordb.Namespaces(p.VectorDBs)})
 		p.Policies = &pol
 	}
 	p.Costs = costs(cfg.Pricing, p)
@@ -350,6 +354,7 @@ func backupScope(p *Plan, o serving.Options) (namespaces, skipClasses []string) 
 	if p.Logging.Install {
 		namespaces = append(namespaces, p.Logging.Namespace)
 	}
+	namespaces = append(namespaces, vectordb.Namespaces(p.VectorDBs)...)
 	if p.Serving != nil {
 		namespaces = append(namespaces, o.Namespace, o.BatchNamespace)
 		if len(p.Serving.Engines) > 0 {
@@ -371,4 +376,42 @@ func objectName(stack string) string {
 		}
 		return '-'
 	}, stack), "-")
+}
+
+// resolveVectorDBs defaults the vector databases and checks what needs
+// the rest of the stack: no nodeSelector that picks a GPU pool, and
+// pgvector backups only into the stack's storage, of its kind.
+func (r *resolver) resolveVectorDBs(p *Plan) ([]vectordb.Spec, *vectordb.Store) {
+	var out []vectordb.Spec
+	backups := false
+	for i, s := range r.cfg.VectorDBs {
+		ip := key("vectorDBs").Index(i)
+		if r.broken(ip) {
+			continue
+		}
+		r.add(s.CheckNodes(ip.Child("nodeSelector"), p.Facts())...)
+		if s.Backup != "" && !r.reported(ip.Child("backup")) {
+			backups = true
+			st := r.cfg.Storage
+			switch {
+			case st == nil:
+				r.add(check.Required(key("storage"), "required by vectorDBs[%d].backup: the object store the backups go to", i))
+			case st.Kind == serving.S3 && !strings.HasPrefix(s.Backup, "s3://"):
+				r.add(check.Invalid(ip.Child("backup"), s.Backup, "must be an s3://bucket/path in the stack's S3 storage (%s)", st.Endpoint))
+			case st.Kind == serving.AzureBlob && !strings.HasPrefix(s.Backup, "https://"+st.Account+".blob."):
+				r.add(check.Invalid(ip.Child("backup"), s.Backup, "must be a container URL of the stack's storage account, https://%s.blob.core.windows.net/<container>/<path>", st.Account))
+			case st.Kind == serving.AzureBlob && st.ClientID == "":
+				r.add(check.Required(key("storage").Child("clientId"), "required by vectorDBs[%d].backup: CloudNativePG signs in to Blob storage with workload identity", i))
+			}
+		}
+		out = append(out, s.Defaults())
+	}
+	if !backups || r.cfg.Storage == nil {
+		return out, nil
+	}
+	st := r.cfg.Storage
+	if st.Kind == serving.AzureBlob {
+		return out, &vectordb.Store{AzureClientID: st.ClientID}
+	}
+	return out, &vectordb.Store{Endpoint: st.Endpoint, AccessKey: st.AccessKey, SecretKey: st.SecretKey}
 }

@@ -39,17 +39,28 @@ func RenderRelease(t testing.TB, chartDir string, r helm.Release, namespace stri
 	if err := yaml.Unmarshal([]byte(r.Nulls()), &files); err != nil {
 		t.Fatal(err)
 	}
-	return RenderChart(t, r.Chart.Archive(chartDir), r.Name, namespace, helm.Merge(files, withoutNils(r.Values)), false)
+	return RenderChart(t, r.Chart.Archive(chartDir), r.Name, namespace, helm.Merge(files, WithoutNulls(r.Values)), false)
 }
 
 // withoutNils is what reaches the provider of a values map.
-func withoutNils(v map[string]any) map[string]any {
+// WithoutNulls is an object as the API server stores it: null fields (a
+// chart's empty "key:") are dropped, in maps and in lists of maps.
+func WithoutNulls(v map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, e := range v {
 		switch x := e.(type) {
 		case nil:
 		case map[string]any:
-			out[k] = withoutNils(x)
+			out[k] = WithoutNulls(x)
+		case []any:
+			list := make([]any, len(x))
+			for i, item := range x {
+				if m, ok := item.(map[string]any); ok {
+					item = WithoutNulls(m)
+				}
+				list[i] = item
+			}
+			out[k] = list
 		default:
 			out[k] = e
 		}

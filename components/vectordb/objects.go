@@ -1,0 +1,257 @@
+package vectordb
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/kube"
+	"github.com/natron/gpu-node-pools/components/podsecurity"
+	"github.com/natron/gpu-node-pools/components/secret"
+)
+
+// PostgresImage ships the vector extension: CloudNativePG's "system"
+// images are its "standard" images (PGAudit, failover slots, pgvector)
+// plus the Barman Cloud binaries its in-core object-store backups run
+// (cloudnative-pg/postgres-containers README, and the PostgreSQL 17 minor
+// of Debian/ClusterImageCatalog-bookworm.yaml @ a949ae58, 2026-08-17).
+const PostgresImage = "ghcr.io/cloudnative-pg/postgresql:17.11-system-bookworm"
+
+// QdrantImage is the Qdrant chart's app version in its unprivileged
+// build, which runs as a non-root user without the chart's chown init
+// container (that one runs as root).
+var QdrantChart = helm.Chart{Name: "qdrant", Version: "1.19.0", Repo: "https://qdrant.github.io/qdrant-helm",
+	Images: []string{"docker.io/qdrant/qdrant"}}
+
+// OperatorChart is CloudNativePG's operator (app 1.30.0), installed where
+// the stack asks for it.
+var OperatorChart = helm.Chart{Name: "cloudnative-pg", Version: "0.29.0", Repo: "https://cloudnative-pg.github.io/charts",
+	Images: []string{"ghcr.io/cloudnative-pg/cloudnative-pg"}}
+
+// OperatorNamespace is where the program installs the operator; a
+// platform's own operator runs in the namespace the stack names.
+const OperatorNamespace = "cnpg-system"
+
+// Credential keys: CloudNativePG reads a kubernetes.io/basic-auth Secret;
+// Qdrant's key is read from api-key.
+const (
+	UsernameKey = "username"
+	PasswordKey = "password"
+	APIKeyKey   = "api-key"
+)
+
+// CredentialsSecret names a database's credentials Secret (in its own
+// namespace and in each client namespace).
+func CredentialsSecret(name string) string { return name + "-credentials" }
+
+// BackupSecret names the object-store keys of a pgvector's backups.
+func BackupSecret(name string) string { return name + "-backup-store" }
+
+// Store is where pgvector's backups go: the stack's storage.
+type Store struct {
+	// Destination is s3://bucket/path or an Azure Blob URL.
+	Destination string
+	// Endpoint is the S3 endpoint ("" for Azure).
+	Endpoint string
+	// AzureClientID signs the pods in with workload identity (Azure).
+	AzureClientID string
+	// AccessKey and SecretKey are the S3 keys.
+	AccessKey, SecretKey secret.Secret
+}
+
+// Keys of the S3 credentials Secret of a backup store.
+const (
+	AccessKeyKey = "ACCESS_KEY_ID"
+	SecretKeyKey = "ACCESS_SECRET_KEY"
+)
+
+// CPUOnly is the node affinity of every vector-database pod: any node
+// without the GPU label (the GPU operator and the device plugin chart set
+// nvidia.com/gpu.present=true on GPU nodes).
+func CPUOnly() map[string]any {
+	return map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
+			map[string]any{"key": gpupool.LabelGPUPresent, "operator": "NotIn", "values": []any{"true"}},
+		}}},
+	}}
+}
+
+func resources(s Spec) map[string]any {
+	return map[string]any{
+		"requests": map[string]any{"cpu": s.Resources.CPU, "memory": s.Resources.Memory},
+		"limits":   map[string]any{"memory": s.Resources.MemoryLimit},
+	}
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Cluster is a pgvector database: a CloudNativePG Cluster on the image
+// with the vector extension, created in the application database after
+// initdb, with its credentials, on CPU nodes only. Its volumes are left to
+// CloudNativePG's own backups (Velero skips them); with a store it
+// archives WAL and base backups there.
+func Cluster(s Spec, store *Store) map[string]any {
+	affinity := map[string]any{"nodeAffinity": CPUOnly(), "enablePodAntiAffinity": true, "topologyKey": "kubernetes.io/hostname"}
+	if len(s.NodeSelector) > 0 {
+		affinity["nodeSelector"] = toAny(s.NodeSelector)
+	}
+	storage := map[string]any{"size": s.Size}
+	if s.StorageClass != "" {
+		storage["storageClass"] = s.StorageClass
+	}
+	labels := map[string]any{backup.ExcludeLabel: "true", kube.ManagedByLabel: kube.ManagedBy}
+	spec := map[string]any{
+		"instances": s.Replicas,
+		"imageName": PostgresImage,
+		"storage":   storage,
+		"resources": resources(s),
+		"affinity":  affinity,
+		"bootstrap": map[string]any{"initdb": map[string]any{
+			"database": Database, "owner": Owner,
+			"secret":                 map[string]any{"name": CredentialsSecret(s.Name)},
+			"postInitApplicationSQL": []any{"CREATE EXTENSION IF NOT EXISTS vector"},
+		}},
+		"enableSuperuserAccess": false,
+		"inheritedMetadata":     map[string]any{"labels": labels},
+	}
+	if store != nil {
+		objectStore := map[string]any{
+			"destinationPath": store.Destination,
+			"wal":             map[string]any{"compression": "gzip"},
+			"data":            map[string]any{"compression": "gzip"},
+		}
+		if store.Endpoint != "" {
+			objectStore["endpointURL"] = store.Endpoint
+			objectStore["s3Credentials"] = map[string]any{
+				"accessKeyId":     map[string]any{"name": BackupSecret(s.Name), "key": AccessKeyKey},
+				"secretAccessKey": map[string]any{"name": BackupSecret(s.Name), "key": SecretKeyKey},
+			}
+		} else {
+			objectStore["azureCredentials"] = map[string]any{"inheritFromAzureAD": true}
+			labels["azure.workload.identity/use"] = "true"
+			spec["serviceAccountTemplate"] = map[string]any{"metadata": map[string]any{
+				"annotations": map[string]any{"azure.workload.identity/client-id": store.AzureClientID},
+			}}
+		}
+		spec["backup"] = map[string]any{"barmanObjectStore": objectStore, "retentionPolicy": "30d"}
+	}
+	return map[string]any{
+		"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+		"metadata": map[string]any{"name": s.Name, "namespace": s.Namespace},
+		"spec":     spec,
+	}
+}
+
+// ScheduledBackup is a pgvector's nightly base backup (CloudNativePG's
+// schedule has six fields, seconds first).
+func ScheduledBackup(s Spec) map[string]any {
+	return map[string]any{
+		"apiVersion": "postgresql.cnpg.io/v1", "kind": "ScheduledBackup",
+		"metadata": map[string]any{"name": s.Name + "-nightly", "namespace": s.Namespace},
+		"spec": map[string]any{
+			"schedule": "0 0 2 * * *", "cluster": map[string]any{"name": s.Name},
+			"backupOwnerReference": "self", "method": "barmanObjectStore",
+		},
+	}
+}
+
+// QdrantValues are the Qdrant chart's values: the unprivileged image, as
+// a restricted pod, persistence and a snapshot volume of the same size,
+// the API key from the credentials Secret, CPU nodes only.
+func QdrantValues(s Spec) map[string]any {
+	persistence := map[string]any{"size": s.Size}
+	snapshots := map[string]any{"enabled": true, "size": s.Size}
+	if s.StorageClass != "" {
+		persistence["storageClassName"] = s.StorageClass
+		snapshots["storageClassName"] = s.StorageClass
+	}
+	container := podsecurity.ContainerContext(true)
+	container["runAsUser"], container["runAsGroup"] = 1000, 2000
+	pod := podsecurity.PodContext()
+	pod["runAsUser"], pod["runAsGroup"], pod["fsGroup"] = 1000, 2000, 3000
+	values := map[string]any{
+		"replicaCount":             s.Replicas,
+		"image":                    map[string]any{"useUnprivilegedImage": true},
+		"updateVolumeFsOwnership":  false,
+		"persistence":              persistence,
+		"snapshotPersistence":      snapshots,
+		"resources":                resources(s),
+		"containerSecurityContext": container,
+		"podSecurityContext":       pod,
+		"affinity":                 map[string]any{"nodeAffinity": CPUOnly()},
+		"env": []any{map[string]any{"name": "QDRANT__SERVICE__API_KEY", "valueFrom": map[string]any{
+			"secretKeyRef": map[string]any{"name": CredentialsSecret(s.Name), "key": APIKeyKey},
+		}}},
+	}
+	if len(s.NodeSelector) > 0 {
+		values["nodeSelector"] = toAny(s.NodeSelector)
+	}
+	return values
+}
+
+// NetworkPolicy admits to a database's pods only its clients' namespaces,
+// the model-serving namespace, Prometheus (metrics) and, for pgvector,
+// the CloudNativePG operator (it reads each instance's status port).
+func NetworkPolicy(s Spec, servingNamespace, prometheusNamespace, operatorNamespace string) map[string]any {
+	from := append([]string{servingNamespace}, s.Clients...)
+	selector := map[string]any{"app.kubernetes.io/instance": QdrantRelease(s.Name)}
+	if s.Kind == PGVector {
+		selector = map[string]any{"cnpg.io/cluster": s.Name}
+		from = append(from, operatorNamespace)
+	}
+	from = append(from, prometheusNamespace)
+	peers := []any{}
+	seen := map[string]bool{}
+	for _, ns := range from {
+		if ns == "" || seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		peers = append(peers, map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}})
+	}
+	// a replica talks to its peers (replication, Raft)
+	peers = append(peers, map[string]any{"podSelector": map[string]any{"matchLabels": selector}})
+	return map[string]any{
+		"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+		"metadata": map[string]any{"name": s.Name + "-clients", "namespace": s.Namespace},
+		"spec": map[string]any{
+			"podSelector": map[string]any{"matchLabels": selector},
+			"policyTypes": []any{"Ingress"},
+			"ingress":     []any{map[string]any{"from": peers}},
+		},
+	}
+}
+
+// Describe is a database's one-line summary.
+func (s Spec) Describe() string {
+	return fmt.Sprintf("%s %s in %s (%d × %s)", s.Kind, s.Name, s.Namespace, s.Replicas, strings.TrimSpace(s.Size))
+}
+
+// Monitor scrapes a database into the cluster's Prometheus (labels are
+// what its monitor selector wants): a PodMonitor of CloudNativePG's
+// exporter port (metrics, 9187) for pgvector, a ServiceMonitor of Qdrant's
+// /metrics for Qdrant, which signs in with the API key.
+func Monitor(s Spec, labels map[string]string) map[string]any {
+	if s.Kind == Qdrant {
+		m := kube.ServiceMonitor(s.Name+"-metrics", s.Namespace, labels, map[string]string{"app.kubernetes.io/instance": QdrantRelease(s.Name)}, "http", "30s")
+		endpoint := m["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
+		endpoint["authorization"] = map[string]any{"type": "Bearer", "credentials": map[string]any{"name": CredentialsSecret(s.Name), "key": APIKeyKey}}
+		return m
+	}
+	return map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+		"metadata": map[string]any{"name": s.Name + "-metrics", "namespace": s.Namespace, "labels": kube.AnyMap(labels)},
+		"spec": map[string]any{
+			"selector":            map[string]any{"matchLabels": map[string]any{"cnpg.io/cluster": s.Name, "cnpg.io/podRole": "instance"}},
+			"podMetricsEndpoints": []any{map[string]any{"port": "metrics", "interval": "30s"}},
+		},
+	}
+}
