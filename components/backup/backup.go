@@ -317,11 +317,6 @@ func Credentials(accessKey, secretKey string) string {
 	return fmt.Sprintf("[default]\naws_access_key_id=%s\naws_secret_access_key=%s\n", accessKey, secretKey)
 }
 
-// ExternalCredentials is the credentials Secret as a render names it.
-func (s Spec) ExternalCredentials() secret.External {
-	return secret.External{Namespace: s.Namespace, Name: CredentialsName, Keys: []string{CredentialsKey}}
-}
-
 // Release is the Velero chart's release: the server with the location's
 // object-store plugin, restricted, with resources. The chart creates no
 // storage or snapshot location and no credentials Secret (the program's

@@ -75,18 +75,15 @@ func NewBackups(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Res
 	}
 	after := append(child, pulumi.DependsOn(deps))
 	if s.NeedsCredentials() {
-		if args.Rendering {
-			b.ExternalSecrets = append(b.ExternalSecrets, s.ExternalCredentials())
-		} else {
-			file := pulumi.All(s.Location.AccessKey.Output(), s.Location.SecretKey.Output()).ApplyT(func(v []any) string {
-				return Credentials(v[0].(string), v[1].(string))
-			}).(pulumi.StringOutput)
-			if _, err := corev1.NewSecret(ctx, name+"-credentials", &corev1.SecretArgs{
-				Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(CredentialsName), Namespace: pulumi.String(s.Namespace)},
-				StringData: pulumi.StringMap{CredentialsKey: pulumi.ToSecret(file).(pulumi.StringOutput)},
-			}, after...); err != nil {
-				return fail("credentials", err)
-			}
+		file := pulumi.All(s.Location.AccessKey.Output(), s.Location.SecretKey.Output()).ApplyT(func(v []any) string {
+			return Credentials(v[0].(string), v[1].(string))
+		}).(pulumi.StringOutput)
+		_, ext, err := secret.Place(ctx, name+"-credentials", s.Namespace, CredentialsName, "", pulumi.StringMap{CredentialsKey: file}, args.Rendering, after...)
+		if err != nil {
+			return fail("credentials", err)
+		}
+		if ext != nil {
+			b.ExternalSecrets = append(b.ExternalSecrets, *ext)
 		}
 	}
 	if loc := StorageLocation(s); loc != nil {

@@ -239,17 +239,15 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		{StorageSecret, "-storage-secret", func() pulumi.StringMap { return plan.Storage.Env() }, len(plan.Engines) > 0},
 	}
 	for _, sec := range secrets {
-		switch {
-		case !sec.needed:
-		case plan.Rendering:
-			ms.ExternalSecrets = append(ms.ExternalSecrets, secret.External{Namespace: ns, Name: sec.name, Keys: plain.SortedKeys(sec.data())})
-		default:
-			if _, err := corev1.NewSecret(ctx, name+sec.resource, &corev1.SecretArgs{
-				Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(sec.name), Namespace: pulumi.String(ns)},
-				StringData: pulumi.ToSecret(sec.data()).(pulumi.StringMapOutput),
-			}, inNS...); err != nil {
-				return fail("secret "+sec.name, err)
-			}
+		if !sec.needed {
+			continue
+		}
+		_, ext, err := secret.Place(ctx, name+sec.resource, ns, sec.name, "", sec.data(), plan.Rendering, inNS...)
+		if err != nil {
+			return fail("secret "+sec.name, err)
+		}
+		if ext != nil {
+			ms.ExternalSecrets = append(ms.ExternalSecrets, *ext)
 		}
 	}
 

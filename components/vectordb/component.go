@@ -108,26 +108,18 @@ func NewVectorDBs(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.R
 		}
 		credentials[s.Name] = value
 		data := pulumi.StringMap{APIKeyKey: value}
-		keys := []string{APIKeyKey}
 		if s.Kind == PGVector {
 			data = pulumi.StringMap{UsernameKey: pulumi.String(Owner), PasswordKey: value}
-			keys = []string{PasswordKey, UsernameKey}
 		}
 		var secretDeps []pulumi.Resource
 		for _, ns := range append([]string{s.Namespace, args.ServingNamespace}, s.Clients...) {
-			if args.Rendering {
-				v.ExternalSecrets = append(v.ExternalSecrets, secret.External{Namespace: ns, Name: CredentialsSecret(s.Name), Keys: keys})
-				continue
-			}
-			sec, err := corev1.NewSecret(ctx, name+"-"+s.Name+"-credentials-"+ns, &corev1.SecretArgs{
-				Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(CredentialsSecret(s.Name)), Namespace: pulumi.String(ns)},
-				Type:       pulumi.String(secretType(s)),
-				StringData: pulumi.ToSecret(data).(pulumi.StringMapOutput),
-			}, inNS...)
+			sec, ext, err := secret.Place(ctx, name+"-"+s.Name+"-credentials-"+ns, ns, CredentialsSecret(s.Name), secretType(s), data, args.Rendering, inNS...)
 			if err != nil {
 				return fail(s.Name+" credentials in "+ns, err)
 			}
-			if ns == s.Namespace {
+			if ext != nil {
+				v.ExternalSecrets = append(v.ExternalSecrets, *ext)
+			} else if ns == s.Namespace {
 				secretDeps = append(secretDeps, sec)
 			}
 		}
@@ -144,13 +136,13 @@ func NewVectorDBs(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.R
 				st.Destination = s.Backup
 				store = &st
 				if st.Endpoint != "" {
-					if args.Rendering {
-						v.ExternalSecrets = append(v.ExternalSecrets, secret.External{Namespace: s.Namespace, Name: BackupSecret(s.Name), Keys: []string{AccessKeyKey, SecretKeyKey}})
-					} else if _, err := corev1.NewSecret(ctx, name+"-"+s.Name+"-backup-store", &corev1.SecretArgs{
-						Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(BackupSecret(s.Name)), Namespace: pulumi.String(s.Namespace)},
-						StringData: pulumi.ToSecret(pulumi.StringMap{AccessKeyKey: st.AccessKey.Output(), SecretKeyKey: st.SecretKey.Output()}).(pulumi.StringMapOutput),
-					}, inNS...); err != nil {
+					_, ext, err := secret.Place(ctx, name+"-"+s.Name+"-backup-store", s.Namespace, BackupSecret(s.Name), "",
+						pulumi.StringMap{AccessKeyKey: st.AccessKey.Output(), SecretKeyKey: st.SecretKey.Output()}, args.Rendering, inNS...)
+					if err != nil {
 						return fail(s.Name+" backup store keys", err)
+					}
+					if ext != nil {
+						v.ExternalSecrets = append(v.ExternalSecrets, *ext)
 					}
 				}
 			}
