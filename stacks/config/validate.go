@@ -4,6 +4,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
@@ -40,53 +42,39 @@ func validateModels(c *Config, p *field.Path, ok func(*field.Path) bool) field.E
 	if c.Storage != nil {
 		kind = c.Storage.Kind
 	}
-	var errs field.ErrorList
-	seen := map[string]int{}
-	for i, m := range c.Models {
-		ip := p.Index(i)
-		if ok(ip) {
-			errs = append(errs, m.Validate(ip, kind)...)
-		}
-		if j, dup := seen[m.Name]; dup {
-			errs = append(errs, check.Duplicate(ip.Child("name"), m.Name, "must be unique, models[%d] has the same name", j))
-		} else {
-			seen[m.Name] = i
-		}
-	}
-	return errs
+	return validateItems(p, "models", c.Models, ok, func(m serving.ModelSpec) string { return m.Name },
+		func(m serving.ModelSpec, ip *field.Path) field.ErrorList { return m.Validate(ip, kind) })
 }
 
 // validateBatchJobs checks every batch job against the serving options'
 // off-peak window, and that names are unique.
 func validateBatchJobs(c *Config, p *field.Path, ok func(*field.Path) bool) field.ErrorList {
-	var errs field.ErrorList
-	seen := map[string]int{}
-	for i, j := range c.BatchJobs {
-		ip := p.Index(i)
-		if ok(ip) {
-			errs = append(errs, j.Validate(ip, c.Serving)...)
-		}
-		if k, dup := seen[j.Name]; dup {
-			errs = append(errs, check.Duplicate(ip.Child("name"), j.Name, "must be unique, batchJobs[%d] has the same name", k))
-		} else {
-			seen[j.Name] = i
-		}
-	}
-	return errs
+	return validateItems(p, "batchJobs", c.BatchJobs, ok, func(j serving.BatchJobSpec) string { return j.Name },
+		func(j serving.BatchJobSpec, ip *field.Path) field.ErrorList { return j.Validate(ip, c.Serving) })
 }
 
+// validateVectorDBs checks every vector database, and that names are
+// unique.
 func validateVectorDBs(c *Config, p *field.Path, ok func(*field.Path) bool) field.ErrorList {
+	return validateItems(p, "vectorDBs", c.VectorDBs, ok, func(v vectordb.Spec) string { return v.Name }, vectordb.Spec.Validate)
+}
+
+// validateItems checks each item of a list that decoded cleanly (ok) with
+// validate, and that no two items share a name (list names the key in the
+// message).
+func validateItems[T any](p *field.Path, list string, items []T, ok func(*field.Path) bool,
+	name func(T) string, validate func(T, *field.Path) field.ErrorList) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]int{}
-	for i, v := range c.VectorDBs {
+	for i, item := range items {
 		ip := p.Index(i)
 		if ok(ip) {
-			errs = append(errs, v.Validate(ip)...)
+			errs = append(errs, validate(item, ip)...)
 		}
-		if k, dup := seen[v.Name]; dup {
-			errs = append(errs, check.Duplicate(ip.Child("name"), v.Name, "must be unique, vectorDBs[%d] has the same name", k))
+		if k, dup := seen[name(item)]; dup {
+			errs = append(errs, check.Duplicate(ip.Child("name"), name(item), "must be unique, %s[%d] has the same name", list, k))
 		} else {
-			seen[v.Name] = i
+			seen[name(item)] = i
 		}
 	}
 	return errs
