@@ -60,9 +60,7 @@ func NewBackups(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Res
 	child := []pulumi.ResourceOption{pulumi.Parent(b), pulumi.Provider(args.Workload)}
 	var deps []pulumi.Resource
 	if s.Install {
-		ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{
-			Name: pulumi.String(s.Namespace), Labels: pulumi.ToStringMap(podsecurity.Labels(podsecurity.Restricted)),
-		}}, child...)
+		ns, err := corev1.NewNamespace(ctx, name+"-namespace", podsecurity.Namespace(s.Namespace, podsecurity.Restricted), child...)
 		if err != nil {
 			return fail("namespace", err)
 		}

@@ -6,7 +6,6 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
-	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/components/gpupool"
@@ -45,9 +44,7 @@ func NewLogCollector(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		return nil, fmt.Errorf("log collector %s: %w", name, err)
 	}
 	child := []pulumi.ResourceOption{pulumi.Parent(c), pulumi.Provider(args.Workload)}
-	ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{
-		Name: pulumi.String(args.Spec.Namespace), Labels: pulumi.ToStringMap(podsecurity.Labels(podsecurity.Restricted)),
-	}}, child...)
+	ns, err := corev1.NewNamespace(ctx, name+"-namespace", podsecurity.Namespace(args.Spec.Namespace, podsecurity.Restricted), child...)
 	if err != nil {
 		return nil, fmt.Errorf("log collector %s: namespace: %w", name, err)
 	}

@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"slices"
 
+	pcorev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	pmetav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/pod-security-admission/api"
@@ -126,4 +129,10 @@ func Needs(podSpec map[string]any) (string, error) {
 		}
 	}
 	return Privileged, nil
+}
+
+// Namespace is a namespace the program creates, enforcing (and warning
+// and auditing at) the Pod Security level.
+func Namespace(name, level string) *pcorev1.NamespaceArgs {
+	return &pcorev1.NamespaceArgs{Metadata: &pmetav1.ObjectMetaArgs{Name: pulumi.String(name), Labels: pulumi.ToStringMap(Labels(level))}}
 }

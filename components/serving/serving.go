@@ -198,9 +198,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 
 	namespaces := map[string]pulumi.Resource{}
 	for _, n := range plan.Namespaces() {
-		res, err := corev1.NewNamespace(ctx, name+n.Suffix, &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{
-			Name: pulumi.String(n.Name), Labels: pulumi.ToStringMap(podsecurity.Labels(n.Level)),
-		}}, child...)
+		res, err := corev1.NewNamespace(ctx, name+n.Suffix, podsecurity.Namespace(n.Name, n.Level), child...)
 		if err != nil {
 			return fail(n.Role+" namespace", err)
 		}

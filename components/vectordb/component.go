@@ -7,7 +7,6 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
-	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi-random/sdk/v4/go/random"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -76,9 +75,7 @@ func NewVectorDBs(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.R
 	child := []pulumi.ResourceOption{pulumi.Parent(v), pulumi.Provider(args.Workload)}
 	namespaces := map[string]pulumi.Resource{}
 	for _, ns := range Namespaces(args.Specs) {
-		res, err := corev1.NewNamespace(ctx, name+"-"+ns, &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{
-			Name: pulumi.String(ns), Labels: pulumi.ToStringMap(podsecurity.Labels(podsecurity.Restricted)),
-		}}, child...)
+		res, err := corev1.NewNamespace(ctx, name+"-"+ns, podsecurity.Namespace(ns, podsecurity.Restricted), child...)
 		if err != nil {
 			return fail("namespace "+ns, err)
 		}
@@ -86,9 +83,7 @@ func NewVectorDBs(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.R
 	}
 	var operator []pulumi.Resource
 	if args.InstallOperator && slices.ContainsFunc(args.Specs, func(s Spec) bool { return s.Kind == PGVector }) {
-		ns, err := corev1.NewNamespace(ctx, name+"-operator-namespace", &corev1.NamespaceArgs{Metadata: &metav1.ObjectMetaArgs{
-			Name: pulumi.String(args.OperatorNamespace), Labels: pulumi.ToStringMap(podsecurity.Labels(podsecurity.Restricted)),
-		}}, child...)
+		ns, err := corev1.NewNamespace(ctx, name+"-operator-namespace", podsecurity.Namespace(args.OperatorNamespace, podsecurity.Restricted), child...)
 		if err != nil {
 			return fail("operator namespace", err)
 		}
