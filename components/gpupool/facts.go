@@ -126,3 +126,36 @@ func NodeLabels(pool Resolved) map[string]string {
 	}
 	return l
 }
+
+// AvoidGPUNodes is the node affinity of what runs on CPU nodes (vector
+// databases, Ollama for development): any node without the GPU label
+// (the GPU operator and the device plugin chart set
+// nvidia.com/gpu.present=true on GPU nodes).
+func AvoidGPUNodes() map[string]any {
+	return map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
+			map[string]any{"key": LabelGPUPresent, "operator": "NotIn", "values": []any{"true"}},
+		}}},
+	}}
+}
+
+// SelectedPool is the GPU pool whose nodes a nodeSelector picks, if any:
+// the selector's every label is one of the pool's own.
+func SelectedPool(selector map[string]string, pools []Pool) (string, bool) {
+	if len(selector) == 0 {
+		return "", false
+	}
+	for _, pool := range pools {
+		picks := true
+		for k, v := range selector {
+			if pool.NodeSelector[k] != v {
+				picks = false
+				break
+			}
+		}
+		if picks {
+			return pool.Name, true
+		}
+	}
+	return "", false
+}

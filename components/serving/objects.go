@@ -167,11 +167,17 @@ func Ingress(ns string, m Engine, o Options) map[string]any {
 		backend = map[string]any{"name": RouteName(m.Name), "port": map[string]any{"number": InterceptorPort}}
 		readTimeout = max(readTimeout, ColdStartSeconds(m))
 	}
+	return modelIngress(ns, m.Name, m.Hostname, backend, readTimeout, o)
+}
+
+// modelIngress is a model's public TLS endpoint, whatever serves it:
+// clients switch runtimes by hostname alone.
+func modelIngress(ns, model, hostname string, backend map[string]any, readTimeout int, o Options) map[string]any {
 	return map[string]any{
 		"apiVersion": "networking.k8s.io/v1",
 		"kind":       "Ingress",
 		"metadata": map[string]any{
-			"name": "model-" + m.Name, "namespace": ns,
+			"name": "model-" + model, "namespace": ns,
 			"annotations": map[string]any{
 				"cert-manager.io/cluster-issuer": o.ClusterIssuer,
 				// long generations: do not cut streaming responses short
@@ -181,9 +187,9 @@ func Ingress(ns string, m Engine, o Options) map[string]any {
 		},
 		"spec": map[string]any{
 			"ingressClassName": o.IngressClass,
-			"tls":              []any{map[string]any{"hosts": []any{m.Hostname}, "secretName": "model-" + m.Name + "-tls"}},
+			"tls":              []any{map[string]any{"hosts": []any{hostname}, "secretName": "model-" + model + "-tls"}},
 			"rules": []any{map[string]any{
-				"host": m.Hostname,
+				"host": hostname,
 				"http": map[string]any{"paths": []any{map[string]any{
 					"path": "/", "pathType": "Prefix",
 					"backend": map[string]any{"service": backend},

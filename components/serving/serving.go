@@ -33,6 +33,8 @@ type Plan struct {
 	// Storage is the weights store (nil without models).
 	Storage *Storage
 	Engines []Engine
+	// Ollamas are the models Ollama serves.
+	Ollamas []OllamaServer
 	Jobs    []Job
 	// ChartDir holds chart archives instead of the Helm repositories.
 	ChartDir string
@@ -91,6 +93,9 @@ func (p Plan) Charts() []helm.Chart {
 	var out []helm.Chart
 	if len(p.Engines) > 0 {
 		out = append(out, p.Options.Charts.VLLMStack)
+	}
+	if len(p.Ollamas) > 0 {
+		out = append(out, p.Options.Charts.Ollama)
 	}
 	if p.InstallsKEDA() {
 		out = append(out, p.Options.Charts.KEDA)
@@ -260,6 +265,8 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 			return fail("download service account", err)
 		}
 		downloadDeps = append(downloadDeps, saRes)
+	}
+	if len(plan.Engines)+len(plan.Ollamas) > 0 {
 		if _, err := corev1.NewServiceAccount(ctx, name+"-model-server-sa", &corev1.ServiceAccountArgs{
 			Metadata:                     &metav1.ObjectMetaArgs{Name: pulumi.String(ModelServerAccount), Namespace: pulumi.String(ns)},
 			AutomountServiceAccountToken: pulumi.Bool(false),
@@ -360,6 +367,14 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 			ep.Public = "https://" + m.Hostname + "/v1"
 		}
 		ms.Endpoints[m.Name] = ep
+	}
+
+	for _, srv := range plan.Ollamas {
+		ep, err := ms.serveOllama(ctx, name, plan, srv, child, inNS)
+		if err != nil {
+			return fail("ollama "+srv.Name, err)
+		}
+		ms.Endpoints[srv.Name] = ep
 	}
 
 	inBatch := append(child, pulumi.DependsOn([]pulumi.Resource{namespaces[podsecurity.Batch]}))

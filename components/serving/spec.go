@@ -12,8 +12,15 @@ import (
 // Only name, pool and source are required when model names a catalog
 // entry: WithDefaults decides the rest.
 type ModelSpec struct {
-	Name   string `json:"name"`
-	Pool   string `json:"pool"`
+	Name string `json:"name"`
+	// Runtime is vllm (the default) or ollama (Runtimes).
+	Runtime string `json:"runtime,omitempty"`
+	// Pool is the GPU pool; an Ollama model without one runs on CPU
+	// nodes: those NodeSelector picks, else any without the GPU label.
+	Pool         string            `json:"pool"`
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Source is where the weights come from: the store's s3:// or az://
+	// URL for vLLM, an Ollama registry reference (llama3.2:3b) for Ollama.
 	Source string `json:"source"`
 	// CatalogModel names a catalog model (models.Known): its size, shape and
 	// native context. Without it, parametersB or weightsGB give the size
@@ -144,12 +151,17 @@ type Options struct {
 	OffPeakStartHour *int   `json:"offPeakStartHour,omitempty"`
 	OffPeakEndHour   *int   `json:"offPeakEndHour,omitempty"`
 	Image            string `json:"image,omitempty"`
+	// OllamaImage runs the Ollama models; ProxyImage the API-key proxy in
+	// front of each (Caddy).
+	OllamaImage string `json:"ollamaImage,omitempty"`
+	ProxyImage  string `json:"proxyImage,omitempty"`
 	// Charts overrides the vllm-stack and KEDA charts' versions and
 	// repositories; defaulted, they are the pinned charts.
 	Charts struct {
 		VLLMStack helm.Chart `json:"vllmStack,omitempty"`
 		KEDA      helm.Chart `json:"keda,omitempty"`
 		HTTPAddOn helm.Chart `json:"httpAddOn,omitempty"`
+		Ollama    helm.Chart `json:"ollama,omitempty"`
 	} `json:"charts,omitempty"`
 	// APIKey is the models' API key; empty generates one.
 	APIKey secret.Secret `json:"apiKey,omitempty"`
@@ -165,6 +177,16 @@ var (
 
 // DefaultImage is the vLLM image.
 const DefaultImage = "vllm/vllm-openai:v0.11.0"
+
+// OllamaChart is the official Ollama chart; DefaultOllamaImage its app
+// version. DefaultProxyImage is the Caddy release whose Go module the
+// proxy's tests run (github.com/caddyserver/caddy/v2).
+var OllamaChart = helm.Chart{Name: "ollama", Version: "1.77.0", Repo: "https://helm.otwld.com/"}
+
+const (
+	DefaultOllamaImage = "ollama/ollama:0.32.15"
+	DefaultProxyImage  = "caddy:2.11.9-alpine"
+)
 
 // DefaultNamespace holds the models unless serving.namespace says.
 const DefaultNamespace = "models"
@@ -199,6 +221,9 @@ func (o Options) Defaults(storageClass, networkPolicy string) Options {
 	start, end := o.window()
 	o.OffPeakStartHour, o.OffPeakEndHour = &start, &end
 	o.Image = cmp.Or(o.Image, DefaultImage)
+	o.OllamaImage = cmp.Or(o.OllamaImage, DefaultOllamaImage)
+	o.ProxyImage = cmp.Or(o.ProxyImage, DefaultProxyImage)
+	o.Charts.Ollama = OllamaChart.With(o.Charts.Ollama)
 	o.Charts.VLLMStack = VLLMStackChart.With(o.Charts.VLLMStack)
 	o.Charts.KEDA = KEDAChart.With(o.Charts.KEDA)
 	o.Charts.HTTPAddOn = HTTPAddOnChart.With(o.Charts.HTTPAddOn)

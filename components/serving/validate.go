@@ -85,6 +85,7 @@ func (o Options) Validate(p *field.Path) field.ErrorList {
 	errs = append(errs, o.Charts.VLLMStack.Validate(charts.Child("vllmStack"), VLLMStackChart.Version)...)
 	errs = append(errs, o.Charts.KEDA.Validate(charts.Child("keda"), KEDAChart.Version)...)
 	errs = append(errs, o.Charts.HTTPAddOn.Validate(charts.Child("httpAddOn"), HTTPAddOnChart.Version)...)
+	errs = append(errs, o.Charts.Ollama.Validate(charts.Child("ollama"), OllamaChart.Version)...)
 	if o.BatchNamespace != "" && (!check.DNSLabel(o.BatchNamespace) || o.BatchNamespace == cmp.Or(o.Namespace, DefaultNamespace)) {
 		errs = append(errs, check.Invalid(p.Child("batchNamespace"), o.BatchNamespace, "must be a DNS label other than the models' namespace"))
 	}
@@ -116,6 +117,16 @@ func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 	var errs field.ErrorList
 	if !check.DNSLabel(m.Name) || len(m.Name) > MaxModelName {
 		errs = append(errs, check.Invalid(p.Child("name"), m.Name, "must be a DNS label of at most %d characters", MaxModelName))
+	}
+	switch m.Runtime {
+	case "", VLLM:
+	case Ollama:
+		return append(errs, m.validateOllama(p)...)
+	default:
+		return append(errs, check.NotSupported(p.Child("runtime"), m.Runtime, Runtimes))
+	}
+	if len(m.NodeSelector) > 0 {
+		errs = append(errs, check.Forbidden(p.Child("nodeSelector"), m.NodeSelector, "is for runtime ollama on CPU nodes; a vLLM model runs on its pool"))
 	}
 	if want := scheme(storageKind); want != "" && (!strings.HasPrefix(m.Source, want) || len(m.Source) <= len(want)) {
 		errs = append(errs, check.Invalid(p.Child("source"), m.Source, "must be a %s<bucket>/<path> URL of the %s store", want, storageKind))
@@ -153,11 +164,16 @@ func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 	if m.QueueDepthTarget < 0 {
 		errs = append(errs, check.Invalid(p.Child("queueDepthTarget"), m.QueueDepthTarget, "must be >= 1 waiting request per replica (or left out: %d)", DefaultQueueDepthTarget))
 	}
-	// a public name the API server accepts as an Ingress host
+	return append(errs, m.validateHostname(p)...)
+}
+
+// validateHostname: a public name the API server accepts as an Ingress
+// host.
+func (m ModelSpec) validateHostname(p *field.Path) field.ErrorList {
 	if h := m.Hostname; h != "" && (!check.DNSSubdomain(h) || !strings.Contains(h, ".")) {
-		errs = append(errs, check.Invalid(p.Child("hostname"), h, "must be a DNS name such as llama.acme.example"))
+		return field.ErrorList{check.Invalid(p.Child("hostname"), h, "must be a DNS name such as llama.acme.example")}
 	}
-	return errs
+	return nil
 }
 
 // Validate checks a batch job as written; o are the options with their

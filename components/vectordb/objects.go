@@ -68,15 +68,8 @@ const (
 )
 
 // CPUOnly is the node affinity of every vector-database pod: any node
-// without the GPU label (the GPU operator and the device plugin chart set
-// nvidia.com/gpu.present=true on GPU nodes).
-func CPUOnly() map[string]any {
-	return map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
-		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
-			map[string]any{"key": gpupool.LabelGPUPresent, "operator": "NotIn", "values": []any{"true"}},
-		}}},
-	}}
-}
+// without the GPU label.
+func CPUOnly() map[string]any { return gpupool.AvoidGPUNodes() }
 
 func resources(s Spec) map[string]any {
 	return map[string]any{

@@ -157,21 +157,9 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 // CheckNodes refuses a nodeSelector that picks the nodes of one of the
 // stack's GPU pools (p is the nodeSelector's path).
 func (s Spec) CheckNodes(p *field.Path, pools []gpupool.Pool) field.ErrorList {
-	if len(s.NodeSelector) == 0 {
-		return nil
-	}
-	for _, pool := range pools {
-		picks := true
-		for k, v := range s.NodeSelector {
-			if pool.NodeSelector[k] != v {
-				picks = false
-				break
-			}
-		}
-		if picks {
-			return field.ErrorList{check.Invalid(p, s.NodeSelector, "selects the nodes of GPU pool %s: vector databases run on CPU nodes (any node without %s=true, or a CPU pool's labels)",
-				pool.Name, gpupool.LabelGPUPresent)}
-		}
+	if pool, picks := gpupool.SelectedPool(s.NodeSelector, pools); picks {
+		return field.ErrorList{check.Invalid(p, s.NodeSelector, "selects the nodes of GPU pool %s: vector databases run on CPU nodes (any node without %s=true, or a CPU pool's labels)",
+			pool, gpupool.LabelGPUPresent)}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/stacks/target"
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
@@ -111,8 +112,8 @@ func blocks() []Block {
 		Key: "storage", Secret: func(c *Config) bool { return c.Storage.HasSecrets() }, field: func(c *Config) any { return &c.Storage },
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
 			backups := slices.ContainsFunc(c.VectorDBs, func(v vectordb.Spec) bool { return v.Backup != "" })
-			if len(c.Models) == 0 && (!backups || c.Storage == nil) {
-				return nil // read by the weight downloads and pgvector's backups, which say when it is missing
+			if serving.VLLMModels(c.Models) == 0 && (!backups || c.Storage == nil) {
+				return nil // read by vLLM's weight downloads and pgvector's backups, which say when it is missing
 			}
 			return c.Storage.Validate(p)
 		},

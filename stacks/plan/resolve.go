@@ -146,7 +146,7 @@ func (r *resolver) pool(p *field.Path, name string) (facts *gpupool.Pool, known 
 // store uses one: only targets that federate identities can.
 func (r *resolver) resolveIdentity(t target.Target, o serving.Options) *target.Identity {
 	st := r.cfg.Storage
-	if st == nil || st.ClientID == "" || len(r.cfg.Models) == 0 || r.broken(key("storage")) {
+	if st == nil || st.ClientID == "" || serving.VLLMModels(r.cfg.Models) == 0 || r.broken(key("storage")) {
 		return nil
 	}
 	p := key("storage")
@@ -176,6 +176,10 @@ func (r *resolver) resolveServing(p *Plan, o serving.Options) *serving.Plan {
 	for i, m := range cfg.Models {
 		ip := key("models").Index(i)
 		if r.broken(ip) {
+			continue
+		}
+		if m.IsOllama() {
+			r.resolveOllama(ip, m, p, sp)
 			continue
 		}
 		facts, _ := r.pool(ip.Child("pool"), m.Pool)
@@ -211,11 +215,35 @@ func (r *resolver) resolveServing(p *Plan, o serving.Options) *serving.Plan {
 	return sp
 }
 
+// resolveOllama places an Ollama model: on its GPU pool, or on CPU nodes
+// (no pool; a nodeSelector must not pick a GPU pool), sized and checked
+// against the pool.
+func (r *resolver) resolveOllama(ip *field.Path, m serving.ModelSpec, p *Plan, sp *serving.Plan) {
+	var pool *gpupool.Pool
+	if m.Pool != "" {
+		facts, _ := r.pool(ip.Child("pool"), m.Pool)
+		if facts == nil {
+			return
+		}
+		pool = facts
+	} else if name, picks := gpupool.SelectedPool(m.NodeSelector, p.Facts()); picks {
+		r.add(check.Invalid(ip.Child("nodeSelector"), m.NodeSelector, "selects the nodes of GPU pool %s: to run on it, set pool: %s (a model without pool runs on CPU nodes)", name, name))
+		return
+	}
+	srv, sized := serving.NewOllamaServer(m, pool, sp.Options, p.Platform.RuntimeClass())
+	if !sized {
+		r.add(serving.OllamaSizeProblem(ip, m.Source))
+		return
+	}
+	r.add(serving.OllamaFit(ip, srv)...)
+	sp.Ollamas = append(sp.Ollamas, srv)
+}
+
 // checkEgress: with cidr, the download Jobs reach the weights store only
 // through the ranges the stack names.
 func (r *resolver) checkEgress(o serving.Options) {
 	p := key("serving")
-	if len(r.cfg.Models) == 0 || r.reported(p.Child("networkPolicy")) {
+	if serving.VLLMModels(r.cfg.Models) == 0 || r.reported(p.Child("networkPolicy")) {
 		return
 	}
 	switch {
@@ -281,6 +309,11 @@ func ownImages(p *Plan, o serving.Options) []policy.Image {
 			policy.Image{Ref: o.Image, By: config.Key("serving.image")},
 			policy.Image{Ref: serving.RcloneImage, By: "the weight download Job"},
 			policy.Image{Ref: serving.WaitImage, By: "the model servers' wait-for-weights init container"})
+	}
+	if len(p.Serving.Ollamas) > 0 {
+		out = append(out,
+			policy.Image{Ref: o.OllamaImage, By: config.Key("serving.ollamaImage")},
+			policy.Image{Ref: o.ProxyImage, By: config.Key("serving.proxyImage") + " (the Ollama models' API-key proxy)"})
 	}
 	for i, j := range p.Serving.Jobs {
 		if j.Image != "" {
@@ -357,7 +390,7 @@ func backupScope(p *Plan, o serving.Options) (namespaces, skipClasses []string) 
 	namespaces = append(namespaces, vectordb.Namespaces(p.VectorDBs)...)
 	if p.Serving != nil {
 		namespaces = append(namespaces, o.Namespace, o.BatchNamespace)
-		if len(p.Serving.Engines) > 0 {
+		if len(p.Serving.Engines)+len(p.Serving.Ollamas) > 0 {
 			skipClasses = append(skipClasses, o.StorageClass)
 		}
 	}

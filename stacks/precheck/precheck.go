@@ -174,6 +174,9 @@ func Summary(p *plan.Plan) []string {
 		out = append(out, fmt.Sprintf("model %s on %s: tensor parallel %d, maxModelLen %d, KV cache %d tokens (%.1f × maxModelLen), %d-%d replicas",
 			e.Name, e.Pool.Name, e.TensorParallel, e.MaxModelLen, mem.KVTokens(), mem.MaxConcurrency(e.MaxModelLen), e.MinReplicas, e.MaxReplicas))
 	}
+	for _, o := range p.Serving.Ollamas {
+		out = append(out, o.String())
+	}
 	for _, j := range p.Serving.Jobs {
 		out = append(out, fmt.Sprintf("batch job %s on %s: %d GPUs, %q", j.Name, j.Pool.Name, j.GPUs, j.Schedule))
 	}

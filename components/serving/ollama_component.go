@@ -1,0 +1,57 @@
+package serving
+
+import (
+	"fmt"
+
+	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/components/plain"
+)
+
+// serveOllama registers one Ollama model: its store, the proxy's
+// configuration, the chart (its Service pointed at the proxy), the
+// network policies and, with a hostname, the TLS ingress.
+func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Plan, srv OllamaServer, child, inNS []pulumi.ResourceOption) (ModelEndpoint, error) {
+	o := plan.Options
+	ns := o.Namespace
+	prefix := name + "-" + srv.Name
+	claim, err := plain.Object(ctx, prefix+"-store", OllamaClaim(ns, srv, backup.ExcludeLabel), inNS...)
+	if err != nil {
+		return ModelEndpoint{}, fmt.Errorf("model store: %w", err)
+	}
+	proxy, err := plain.Object(ctx, prefix+"-proxy", ProxyConfig(ns, srv), inNS...)
+	if err != nil {
+		return ModelEndpoint{}, fmt.Errorf("proxy config: %w", err)
+	}
+	rel := helm.Release{Name: srv.Release(), Chart: o.Charts.Ollama, Dir: plan.ChartDir, Values: OllamaValues(srv)}
+	if _, err := helmv4.NewChart(ctx, prefix, rel.Args(ns, plan.SkipAwait),
+		append(inNS, pulumi.DependsOn([]pulumi.Resource{claim, proxy}), pulumi.Transforms([]pulumi.ResourceTransform{ThroughProxy}))...); err != nil {
+		return ModelEndpoint{}, fmt.Errorf("chart: %w", err)
+	}
+	for _, np := range []struct {
+		suffix string
+		obj    map[string]any
+	}{{"-netpol", OllamaNetworkPolicy(ns, srv, o)}, {"-pull-netpol", OllamaEgress(ns, srv)}} {
+		if _, err := plain.Object(ctx, prefix+np.suffix, np.obj, inNS...); err != nil {
+			return ModelEndpoint{}, fmt.Errorf("network policy: %w", err)
+		}
+	}
+	ep := ModelEndpoint{Internal: OllamaEndpoint(ns, srv), Model: srv.Name, Sizing: srv.Sizing()}
+	if srv.Pool != nil {
+		ep.Pool = srv.Pool.Name
+	}
+	if srv.Hostname != "" {
+		ing := OllamaIngress(ns, srv, o)
+		if plan.SkipAwait {
+			ing["metadata"].(map[string]any)["annotations"].(map[string]any)["pulumi.com/skipAwait"] = "true"
+		}
+		if _, err := plain.Object(ctx, prefix+"-ingress", ing, inNS...); err != nil {
+			return ModelEndpoint{}, fmt.Errorf("ingress: %w", err)
+		}
+		ep.Public = "https://" + srv.Hostname + "/v1"
+	}
+	return ep, nil
+}
