@@ -6,8 +6,11 @@ import (
 	"math"
 	"strings"
 
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/podsecurity"
 )
@@ -304,4 +307,24 @@ func (s *Storage) Env() pulumi.StringMap {
 		env["RCLONE_CONFIG_SRC_REGION"] = pulumi.String(s.Region)
 	}
 	return env
+}
+
+// modelClaim is a model's volume (vLLM's weights cache, Ollama's store).
+// Binding may wait for the first consumer, so nothing awaits it; its
+// content comes from object storage or a registry, so no backup holds it.
+func modelClaim(name, ns, accessMode, storageClass string, gi int) *corev1.PersistentVolumeClaimArgs {
+	return &corev1.PersistentVolumeClaimArgs{
+		Metadata: &metav1.ObjectMetaArgs{
+			Name: pulumi.String(name), Namespace: pulumi.String(ns),
+			Annotations: pulumi.StringMap{"pulumi.com/skipAwait": pulumi.String("true")},
+			Labels:      pulumi.StringMap{backup.ExcludeLabel: pulumi.String("true")},
+		},
+		Spec: &corev1.PersistentVolumeClaimSpecArgs{
+			AccessModes:      pulumi.StringArray{pulumi.String(accessMode)},
+			StorageClassName: pulumi.String(storageClass),
+			Resources: &corev1.VolumeResourceRequirementsArgs{Requests: pulumi.StringMap{
+				"storage": pulumi.String(fmt.Sprintf("%dGi", gi)),
+			}},
+		},
+	}
 }

@@ -3,10 +3,11 @@ package serving
 import (
 	"fmt"
 
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/components/helm"
 	"github.com/natron/gpu-node-pools/components/plain"
 )
@@ -18,11 +19,15 @@ func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Plan,
 	o := plan.Options
 	ns := o.Namespace
 	prefix := name + "-" + srv.Name
-	claim, err := plain.Object(ctx, prefix+"-store", OllamaClaim(ns, srv, backup.ExcludeLabel), inNS...)
+	// ReadWriteOnce suffices: one replica, the chart's Recreate strategy
+	claim, err := corev1.NewPersistentVolumeClaim(ctx, prefix+"-store", modelClaim(srv.Claim(), ns, "ReadWriteOnce", srv.StorageClass, srv.ClaimGi()), inNS...)
 	if err != nil {
 		return ModelEndpoint{}, fmt.Errorf("model store: %w", err)
 	}
-	proxy, err := plain.Object(ctx, prefix+"-proxy", ProxyConfig(ns, srv), inNS...)
+	proxy, err := corev1.NewConfigMap(ctx, prefix+"-proxy", &corev1.ConfigMapArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(srv.Release() + "-proxy"), Namespace: pulumi.String(ns)},
+		Data:     pulumi.ToStringMap(ProxyConfig()),
+	}, inNS...)
 	if err != nil {
 		return ModelEndpoint{}, fmt.Errorf("proxy config: %w", err)
 	}

@@ -67,14 +67,11 @@ http://:%[1]d {
 `, port, upstream, ProxyKeyEnv)
 }
 
-// ProxyConfig is the ConfigMap holding an Ollama model's Caddyfile (no
-// secret in it: the key comes from the API-key Secret at run time).
-func ProxyConfig(ns string, o OllamaServer) map[string]any {
-	return map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": o.Release() + "-proxy", "namespace": ns, "labels": map[string]any{"gpu-node-pools/model": o.Name}},
-		"data":     map[string]any{"Caddyfile": ProxyCaddyfile(ProxyPort, fmt.Sprintf("127.0.0.1:%d", OllamaPort))},
-	}
+// ProxyConfig is the data of the ConfigMap holding an Ollama model's
+// Caddyfile (no secret in it: the key comes from the API-key Secret at
+// run time).
+func ProxyConfig() map[string]string {
+	return map[string]string{"Caddyfile": ProxyCaddyfile(ProxyPort, fmt.Sprintf("127.0.0.1:%d", OllamaPort))}
 }
 
 // pullScript pulls the model only when the volume lacks it: `ollama show`
@@ -212,25 +209,6 @@ func toAnyMap(m map[string]string) map[string]any {
 		out[k] = v
 	}
 	return out
-}
-
-// OllamaClaim is the model store: ReadWriteOnce suffices (one replica,
-// the chart's Recreate strategy), the target's storage class. The models
-// come from the registry: never backed up.
-func OllamaClaim(ns string, o OllamaServer, excludeLabel string) map[string]any {
-	return map[string]any{
-		"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-		"metadata": map[string]any{
-			"name": o.Claim(), "namespace": ns,
-			"labels":      map[string]any{"gpu-node-pools/model": o.Name, excludeLabel: "true"},
-			"annotations": map[string]any{"pulumi.com/skipAwait": "true"},
-		},
-		"spec": map[string]any{
-			"accessModes":      []any{"ReadWriteOnce"},
-			"storageClassName": o.StorageClass,
-			"resources":        map[string]any{"requests": map[string]any{"storage": fmt.Sprintf("%dGi", o.ClaimGi())}},
-		},
-	}
 }
 
 // ollamaPods selects one Ollama model's pods (the chart's selector labels).

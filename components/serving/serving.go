@@ -2,7 +2,6 @@ package serving
 
 import (
 	"fmt"
-	"github.com/natron/gpu-node-pools/components/backup"
 	"math"
 	"slices"
 
@@ -306,22 +305,8 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 
 	for _, engine := range plan.Engines {
 		m := engine
-		claim, err := corev1.NewPersistentVolumeClaim(ctx, name+"-"+m.Name+"-weights", &corev1.PersistentVolumeClaimArgs{
-			Metadata: &metav1.ObjectMetaArgs{
-				Name: pulumi.String(WeightsClaim(m.Name)), Namespace: pulumi.String(ns),
-				// binding may wait for the first consumer (the download)
-				Annotations: pulumi.StringMap{"pulumi.com/skipAwait": pulumi.String("true")},
-				// the weights live in object storage: never in a backup
-				Labels: pulumi.StringMap{backup.ExcludeLabel: pulumi.String("true")},
-			},
-			Spec: &corev1.PersistentVolumeClaimSpecArgs{
-				AccessModes:      pulumi.StringArray{pulumi.String("ReadWriteMany")},
-				StorageClassName: pulumi.String(o.StorageClass),
-				Resources: &corev1.VolumeResourceRequirementsArgs{Requests: pulumi.StringMap{
-					"storage": pulumi.String(fmt.Sprintf("%dGi", WeightsClaimGi(m.Weights()))),
-				}},
-			},
-		}, inNS...)
+		claim, err := corev1.NewPersistentVolumeClaim(ctx, name+"-"+m.Name+"-weights",
+			modelClaim(WeightsClaim(m.Name), ns, "ReadWriteMany", o.StorageClass, WeightsClaimGi(m.Weights())), inNS...)
 		if err != nil {
 			return fail("weights claim "+m.Name, err)
 		}
