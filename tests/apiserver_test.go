@@ -201,6 +201,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		checkVectorDB(t, srv, marker)
 		checkBackups(t, srv, marker)
 		checkLiveEngine(t, srv, "llama3-8b")
+		checkLiveOllama(t, srv, "llama-dev")
 		checkEgressPolicyValidated(t, srv)
 		// The Secrets do hold the values: the marker search below is live.
 		for _, name := range []string{"gpu-node-pools-api-key", "gpu-node-pools-storage"} {

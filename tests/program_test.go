@@ -44,6 +44,18 @@ const (
 // servingResources are model serving's resources: per model and batch job,
 // with a generated API key when the stack brings none; egress is the
 // network policy mode (serving.Cilium or serving.CIDR).
+// ollamaResources are what each Ollama model with a hostname registers.
+func ollamaResources(models ...string) []string {
+	var out []string
+	for _, m := range models {
+		p := "serving-" + m
+		out = append(out, "kubernetes:core/v1:PersistentVolumeClaim::"+p+"-store", "kubernetes:core/v1:ConfigMap::"+p+"-proxy",
+			chartType+"::"+p, "kubernetes:networking.k8s.io/v1:NetworkPolicy::"+p+"-netpol",
+			"kubernetes:networking.k8s.io/v1:NetworkPolicy::"+p+"-pull-netpol", "kubernetes:networking.k8s.io/v1:Ingress::"+p+"-ingress")
+	}
+	return out
+}
+
 func servingResources(models, fromZero, public, batch []string, generatedKey, rendering bool, egress string) []string {
 	const netpol = "kubernetes:networking.k8s.io/v1:NetworkPolicy::serving-"
 	out := []string{
@@ -386,6 +398,7 @@ func TestDevStackUnderMocks(t *testing.T) {
 
 	want := append([]string{k8sProvider + "::management", k8sProvider + "::workload"}, platformResources("gpu-operator")...)
 	want = append(want, servingResources([]string{"llama3-8b"}, []string{"llama3-8b"}, nil, []string{"finetune-nightly"}, false, true, serving.Cilium)...)
+	want = append(want, ollamaResources("llama-dev")...)
 	want = append(want, policyResources()...)
 	want = append(want, loggingResources()...)
 	want = append(want, backupResources()...)
