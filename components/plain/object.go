@@ -2,6 +2,7 @@ package plain
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
@@ -14,6 +15,11 @@ import (
 // other top-level fields) by a pure mapping function.
 func Object(ctx *pulumi.Context, name string, obj map[string]any, opts ...pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
 	str := func(v any) string { s, _ := v.(string); return s }
+	// An untyped resource's type token is the apiVersion: the core group's
+	// bare "v1" makes one the provider refuses at apply time.
+	if api := str(obj["apiVersion"]); !strings.Contains(api, "/") {
+		return nil, fmt.Errorf("%s %s: apiVersion %q is the core group's: register it with its typed constructor (core/v1)", str(obj["kind"]), name, api)
+	}
 	meta, _ := obj["metadata"].(map[string]any)
 	m := &metav1.ObjectMetaArgs{Name: pulumi.String(str(meta["name"]))}
 	if ns := str(meta["namespace"]); ns != "" {
