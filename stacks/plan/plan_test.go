@@ -33,7 +33,8 @@ func TestPlanDecidesOnce(t *testing.T) {
 	}{
 		{"dev", platform.GPUOperator, "cephfs", "nvidia", 3, []string{
 			"nvcr.io/nvidia", "registry.k8s.io/nfd/node-feature-discovery", "docker.io/grafana/alloy", "quay.io/prometheus-operator/prometheus-config-reloader",
-			"vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.natron-cloud.example/ml/finetune:0.3"}, []string{"vector-dbs"}},
+			"vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "ollama/ollama:0.32.15", "caddy:2.11.9-alpine",
+			"registry.natron-cloud.example/ml/finetune:0.3"}, []string{"vector-dbs"}},
 		{"prod", platform.DevicePlugin, "azurefile-csi-premium", "", 4, []string{
 			"nvcr.io/nvidia/k8s-device-plugin", "nvcr.io/nvidia/k8s/dcgm-exporter", "vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.acme.example/embedder:1.4"}, nil},
 	} {
@@ -62,11 +63,26 @@ func TestPlanDecidesOnce(t *testing.T) {
 				facts[f.Name] = f.SKU
 			}
 			cfg := stacktest.Config(t, tc.stack)
-			if len(p.Serving.Engines) != len(cfg.Models) || len(p.Serving.Jobs) != len(cfg.BatchJobs) {
-				t.Fatalf("%d engines and %d jobs for %d models and %d batch jobs", len(p.Serving.Engines), len(p.Serving.Jobs), len(cfg.Models), len(cfg.BatchJobs))
+			var vllm, ollama []serving.ModelSpec
+			for _, m := range cfg.Models {
+				if m.IsOllama() {
+					ollama = append(ollama, m)
+				} else {
+					vllm = append(vllm, m)
+				}
+			}
+			if len(p.Serving.Engines) != len(vllm) || len(p.Serving.Ollamas) != len(ollama) || len(p.Serving.Jobs) != len(cfg.BatchJobs) {
+				t.Fatalf("%d engines, %d Ollama servers and %d jobs for %d vLLM models, %d Ollama models and %d batch jobs",
+					len(p.Serving.Engines), len(p.Serving.Ollamas), len(p.Serving.Jobs), len(vllm), len(ollama), len(cfg.BatchJobs))
+			}
+			for i, s := range p.Serving.Ollamas {
+				m := ollama[i]
+				if s.Name != m.Name || s.Ref.Short() != m.Source || (m.Pool == "") != (s.Pool == nil) || s.Image != p.Serving.Options.OllamaImage {
+					t.Errorf("Ollama server %s: %+v", m.Name, s)
+				}
 			}
 			for i, e := range p.Serving.Engines {
-				m := cfg.Models[i]
+				m := vllm[i]
 				if e.Name != m.Name || e.Pool.Name != m.Pool || e.Pool.SKU != facts[m.Pool] ||
 					(m.TensorParallel != 0 && e.TensorParallel != m.TensorParallel) || len(serving.Fit(nil, e.Model, e.Pool)) > 0 ||
 					e.RuntimeClass != tc.runtimeClass || e.Image != p.Serving.Options.Image ||
