@@ -84,6 +84,7 @@ func TestEngineDevStack(t *testing.T) {
 	want = append(want, backupResources()...)
 	want = append(want, gitopsResources()...)
 	want = append(want, vectorResources()...)
+	want = append(want, ollamaResources("llama-dev")...)
 	for _, p := range []string{"infer", "train", "notebook"} {
 		want = append(want, metalPoolType+"::"+p, mdType+"::"+p+"-deployment", kctType+"::"+p+"-bootstrap", m3mtType+"::"+p+"-machines")
 	}
