@@ -184,3 +184,40 @@ func TestVectorDBsAgainstTheStack(t *testing.T) {
 		})
 	}
 }
+
+// An Ollama model is checked against the pool it names when the plan is
+// made, naming the key: a tag too big for one GPU resource of the pool, and
+// a runtime the program does not know (reported alone: the vLLM rules,
+// such as a required pool, do not follow it).
+func TestOllamaAgainstTheStack(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		edit func(m *serving.ModelSpec)
+		want string
+	}{
+		{"405b on one H100", func(m *serving.ModelSpec) { m.Pool, m.Source = "infer", "llama3.1:405b" },
+			`gpu-node-pools:models[1].pool: does not hold llama-dev (llama3.1:405b): it needs 234.1 GiB`},
+		{"8b on one H100", func(m *serving.ModelSpec) { m.Pool, m.Source = "infer", "llama3.1:8b" }, ""},
+		{"unknown runtime", func(m *serving.ModelSpec) { m.Runtime = "tgi" },
+			`gpu-node-pools:models[1].runtime: must be one of vllm, ollama, got "tgi"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := stacktest.Config(t, "dev")
+			if c.Models[1].Name != "llama-dev" {
+				t.Fatalf("dev models[1] is %q, want llama-dev", c.Models[1].Name)
+			}
+			tc.edit(&c.Models[1])
+			_, err := plan.Resolve(c, "dev")
+			switch {
+			case tc.name == "unknown runtime" && err != nil && strings.Contains(err.Error(), "models[1].pool"):
+				t.Errorf("error %v, want the runtime reported alone", err)
+			case tc.want == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

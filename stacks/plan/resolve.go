@@ -182,6 +182,9 @@ func (r *resolver) resolveServing(p *Plan, o serving.Options) *serving.Plan {
 			r.resolveOllama(ip, m, p, sp)
 			continue
 		}
+		if r.reported(ip.Child("runtime")) { // neither runtime's rules apply
+			continue
+		}
 		facts, _ := r.pool(ip.Child("pool"), m.Pool)
 		if facts == nil || r.reportedAny(ip, serving.SizeFields) {
 			continue
