@@ -114,7 +114,8 @@ func TestPlanDecidesOnce(t *testing.T) {
 // they are called, and skips the weight caches' storage class; the
 // log collector's namespace only when the program installs it, the
 // vector databases' with them, the serving side's only with models or
-// jobs.
+// jobs (an Ollama model alone too: its store, like vLLM's weight cache, is
+// a re-pullable copy, so its class is skipped).
 func TestBackupScope(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -130,6 +131,8 @@ func TestBackupScope(t *testing.T) {
 			c.VectorDBs[0].Namespace = "rag"
 		}, []string{"gpu-system", "rag", "inference", "training"}, []string{"cephfs"}},
 		{"no models, a job", func(c *config.Config) { c.Models, c.VectorDBs = nil, nil; c.Storage = nil }, []string{"gpu-platform", "logging", "models", "batch"}, nil},
+		{"only an Ollama model", func(c *config.Config) { c.Models, c.BatchJobs, c.Storage, c.VectorDBs = c.Models[1:], nil, nil, nil },
+			[]string{"gpu-platform", "logging", "models", "batch"}, []string{"cephfs"}},
 		{"pools only", func(c *config.Config) { c.Models, c.BatchJobs, c.Storage, c.VectorDBs = nil, nil, nil, nil }, []string{"gpu-platform", "logging"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
