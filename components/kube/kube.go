@@ -45,3 +45,32 @@ func AnyMap(m map[string]string) map[string]any {
 	}
 	return out
 }
+
+// Rule is one alerting rule of a PrometheusRule, as prometheus-operator
+// passes it to Prometheus.
+type Rule struct {
+	Alert       string            `json:"alert"`
+	Expr        string            `json:"expr"`
+	For         string            `json:"for,omitempty"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// PrometheusRule holds one group of the program's alerting rules; labels
+// are what Prometheus's ruleSelector wants.
+func PrometheusRule(name, namespace string, labels map[string]string, group string, rules []Rule) map[string]any {
+	out := make([]any, 0, len(rules))
+	for _, r := range rules {
+		m := map[string]any{"alert": r.Alert, "expr": r.Expr, "labels": AnyMap(r.Labels), "annotations": AnyMap(r.Annotations)}
+		if r.For != "" {
+			m["for"] = r.For
+		}
+		out = append(out, m)
+	}
+	return map[string]any{
+		"apiVersion": "monitoring.coreos.com/v1",
+		"kind":       "PrometheusRule",
+		"metadata":   map[string]any{"name": name, "namespace": namespace, "labels": AnyMap(labels)},
+		"spec":       map[string]any{"groups": []any{map[string]any{"name": group, "rules": out}}},
+	}
+}

@@ -4,18 +4,11 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/natron/gpu-node-pools/components/helm"
 	"github.com/natron/gpu-node-pools/components/kube"
 )
 
 // Rule is one alerting rule of the PrometheusRule.
-type Rule struct {
-	Alert       string            `json:"alert"`
-	Expr        string            `json:"expr"`
-	For         string            `json:"for,omitempty"`
-	Labels      map[string]string `json:"labels"`
-	Annotations map[string]string `json:"annotations"`
-}
+type Rule = kube.Rule
 
 // dcgmJob matches the DCGM exporter's scrape job whichever chart runs it
 // (dcgm-exporter or the GPU operator's nvidia-dcgm-exporter).
@@ -91,18 +84,5 @@ func AlertRules(s Spec) []Rule {
 
 // PrometheusRule is the prometheus-operator object holding the rules.
 func PrometheusRule(s Spec, name string) map[string]any {
-	rules := make([]any, 0, 7)
-	for _, r := range AlertRules(s) {
-		rules = append(rules, helm.Values(r))
-	}
-	return map[string]any{
-		"apiVersion": "monitoring.coreos.com/v1",
-		"kind":       "PrometheusRule",
-		"metadata": map[string]any{
-			"name":      name,
-			"namespace": s.Namespace,
-			"labels":    kube.AnyMap(s.Monitoring.RuleLabels),
-		},
-		"spec": map[string]any{"groups": []any{map[string]any{"name": "gpu-node-pools.gpu", "rules": rules}}},
-	}
+	return kube.PrometheusRule(name, s.Namespace, s.Monitoring.RuleLabels, "gpu-node-pools.gpu", AlertRules(s))
 }

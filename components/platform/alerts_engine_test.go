@@ -1,85 +1,12 @@
 package platform_test
 
 import (
-	"context"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/common/model"
-	"github.com/prometheus/common/promslog"
-	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/promql/parser"
-	"github.com/prometheus/prometheus/promql/promqltest"
-	"github.com/prometheus/prometheus/rules"
 
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/internal/testkit/promtest"
 )
-
-// timeline is what Prometheus's own rule engine made of one alert over
-// synthetic series, minute by minute from 0.
-type timeline struct {
-	firing  []bool   // per minute: some alert of the rule is firing
-	summary []string // the summary of the first firing alert, per minute
-}
-
-// firstFiring is the first minute the rule fires, or -1.
-func (tl timeline) firstFiring() int {
-	for m, f := range tl.firing {
-		if f {
-			return m
-		}
-	}
-	return -1
-}
-
-// evalRule evaluates one of the program's alerting rules, as Prometheus
-// would every minute, over series in promtool's notation.
-func evalRule(t *testing.T, r platform.Rule, series string, minutes int) timeline {
-	t.Helper()
-	storage := promqltest.LoadedStorage(t, "load 1m\n"+series)
-	t.Cleanup(func() { _ = storage.Close() })
-	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e6, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
-	expr, err := parser.NewParser(parser.Options{}).ParseExpr(r.Expr)
-	if err != nil {
-		t.Fatalf("%s: %v", r.Alert, err)
-	}
-	var hold time.Duration
-	if r.For != "" {
-		d, err := model.ParseDuration(r.For)
-		if err != nil {
-			t.Fatalf("%s: for %q: %v", r.Alert, r.For, err)
-		}
-		hold = time.Duration(d)
-	}
-	rule := rules.NewAlertingRule(r.Alert, expr, hold, 0, labels.FromMap(r.Labels), labels.FromMap(r.Annotations),
-		labels.EmptyLabels(), "", true, promslog.NewNopLogger())
-	query := rules.EngineQueryFunc(engine, storage)
-	var tl timeline
-	for m := 0; m <= minutes; m++ {
-		ts := time.Unix(0, 0).UTC().Add(time.Duration(m) * time.Minute)
-		if _, err := rule.Eval(context.Background(), 0, ts, query, nil, 0); err != nil {
-			t.Fatalf("%s at minute %d: %v", r.Alert, m, err)
-		}
-		firing, summary := false, ""
-		for _, a := range rule.ActiveAlerts() {
-			if a.State == rules.StateFiring {
-				firing = true
-				summary = a.Annotations.Get("summary")
-			}
-			a.Annotations.Range(func(l labels.Label) {
-				if strings.Contains(l.Value, "error expanding") {
-					t.Errorf("%s: annotation %s: %s", r.Alert, l.Name, l.Value)
-				}
-			})
-		}
-		tl.firing = append(tl.firing, firing)
-		tl.summary = append(tl.summary, summary)
-	}
-	return tl
-}
 
 func ruleNamed(t *testing.T, name string) platform.Rule {
 	t.Helper()
@@ -149,15 +76,15 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tl := evalRule(t, ruleNamed(t, tc.alert), tc.series, tc.minutes)
-			if got := tl.firstFiring(); got != tc.fireAt {
-				t.Fatalf("%s first fires at minute %d, want %d (firing per minute: %v)", tc.alert, got, tc.fireAt, tl.firing)
+			tl := promtest.EvalRule(t, ruleNamed(t, tc.alert), tc.series, tc.minutes)
+			if got := tl.FirstFiring(); got != tc.fireAt {
+				t.Fatalf("%s first fires at minute %d, want %d (firing per minute: %v)", tc.alert, got, tc.fireAt, tl.Firing)
 			}
-			if tc.fireAt >= 0 && tl.summary[tc.fireAt] != tc.summary {
-				t.Errorf("summary %q, want %q", tl.summary[tc.fireAt], tc.summary)
+			if tc.fireAt >= 0 && tl.Summary[tc.fireAt] != tc.summary {
+				t.Errorf("summary %q, want %q", tl.Summary[tc.fireAt], tc.summary)
 			}
-			if tc.resolvedBy > 0 && tl.firing[tc.resolvedBy] {
-				t.Errorf("%s still fires at minute %d (firing per minute: %v)", tc.alert, tc.resolvedBy, tl.firing)
+			if tc.resolvedBy > 0 && tl.Firing[tc.resolvedBy] {
+				t.Errorf("%s still fires at minute %d (firing per minute: %v)", tc.alert, tc.resolvedBy, tl.Firing)
 			}
 		})
 	}
@@ -180,8 +107,7 @@ func vllmLatency(fast, total int) string {
 // only, connections add up by state, Qdrant's vectors add up per pod.
 func TestVectorDBPanelsInPrometheus(t *testing.T) {
 	t.Parallel()
-	storage := promqltest.LoadedStorage(t, `load 1m
-cnpg_pg_database_size_bytes{namespace="vector-dbs",pod="rag-1",datname="app"} 2000x5
+	storage := promtest.Storage(t, `cnpg_pg_database_size_bytes{namespace="vector-dbs",pod="rag-1",datname="app"} 2000x5
 cnpg_pg_database_size_bytes{namespace="vector-dbs",pod="rag-1",datname="postgres"} 9000x5
 cnpg_backends_total{namespace="vector-dbs",pod="rag-1",datname="app",usename="app",application_name="a",state="active"} 3x5
 cnpg_backends_total{namespace="vector-dbs",pod="rag-1",datname="app",usename="app",application_name="b",state="active"} 2x5
@@ -189,17 +115,9 @@ cnpg_backends_total{namespace="vector-dbs",pod="rag-1",datname="postgres",usenam
 collections_vector_total{namespace="vector-dbs",pod="qdrant-search-0",id="docs"} 100x5
 collections_vector_total{namespace="vector-dbs",pod="qdrant-search-0",id="faq"} 50x5
 `)
-	t.Cleanup(func() { _ = storage.Close() })
-	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 1e6, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
 	for panel, want := range map[string]float64{"pgvector size": 2000, "pgvector connections": 5, "qdrant vectors": 150} {
-		q, err := engine.NewInstantQuery(context.Background(), storage, nil, platform.VectorDBPanelQueries[panel], time.Unix(240, 0))
-		if err != nil {
-			t.Fatalf("%s: %v", panel, err)
-		}
-		res := q.Exec(context.Background())
-		vec, err := res.Vector()
-		if err != nil || len(vec) != 1 || vec[0].F != want {
-			t.Errorf("%s: %v (%v), want one series of %v", panel, vec, err, want)
+		if got := promtest.Instant(t, storage, platform.VectorDBPanelQueries[panel], 4); got != want {
+			t.Errorf("%s: %v, want %v", panel, got, want)
 		}
 	}
 }
