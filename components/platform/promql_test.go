@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/internal/testkit/promtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
@@ -144,6 +145,10 @@ func TestAlertRulesParseAndNameRealMetrics(t *testing.T) {
 	}
 	if len(rules) != len(want) {
 		t.Fatalf("want %d rules, got %d", len(want), len(rules))
+	}
+	// Prometheus loads the PrometheusRule as a rule file
+	if n := promtest.ParseRules(t, platform.PrometheusRule(platform.Spec{}.Defaults(platform.GPUOperator), "gpu")); n != len(rules) {
+		t.Errorf("Prometheus loads %d rules of %d", n, len(rules))
 	}
 	for _, r := range rules {
 		names := checkQuery(t, r.Alert, r.Expr, known)

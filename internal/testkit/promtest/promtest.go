@@ -12,11 +12,14 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/rules"
 	"github.com/prometheus/prometheus/storage"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/kube"
 )
@@ -115,4 +118,28 @@ func Instant(t *testing.T, store storage.Queryable, query string, minute int) fl
 		t.Fatalf("%s: %v (%v), want one series", query, vec, err)
 	}
 	return vec[0].F
+}
+
+// ParseRules loads a PrometheusRule object's groups as Prometheus loads a
+// rule file (rulefmt: expressions, durations, label names, annotation
+// templates), strictly, and returns how many rules it holds.
+func ParseRules(t *testing.T, obj map[string]any) int {
+	t.Helper()
+	spec, ok := obj["spec"].(map[string]any)
+	if !ok {
+		t.Fatalf("not a PrometheusRule: %v", obj)
+	}
+	content, err := yaml.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, errs := rulefmt.Parse(content, false, model.UTF8Validation, parser.NewParser(parser.Options{}), promslog.NewNopLogger())
+	if len(errs) > 0 {
+		t.Fatalf("Prometheus refuses the rules: %v", errs)
+	}
+	n := 0
+	for _, g := range groups.Groups {
+		n += len(g.Rules)
+	}
+	return n
 }
