@@ -147,8 +147,8 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Plan, workload, toGitOps *kube
 		o := p.ServingOptions
 		v, err := vectordb.NewVectorDBs(ctx, "vectordb", &vectordb.Args{Specs: p.VectorDBs, InstallOperator: o.InstallCloudNativePG && p.RenderDir == "",
 			OperatorNamespace: o.CloudNativePGNamespace, ServingNamespace: o.Namespace, PrometheusNamespace: o.PrometheusNamespace, Store: p.VectorStore,
-			MonitorLabels: p.Platform.Monitoring.ServiceMonitorLabels,
-			ChartDir:      p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != "", Workload: workload}, pulumi.DependsOn(after))
+			MonitorLabels: p.Platform.Monitoring.ServiceMonitorLabels, RuleLabels: p.Platform.Monitoring.RuleLabels,
+			ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != "", Workload: workload}, pulumi.DependsOn(after))
 		if err != nil {
 			return err
 		}

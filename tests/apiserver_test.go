@@ -22,6 +22,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
+	"github.com/natron/gpu-node-pools/internal/testkit/promtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/automation"
@@ -434,6 +435,15 @@ func checkVectorDB(t *testing.T, srv *kubeapi.Server, marker string) {
 		if !strings.Contains(data, marker+"-rag-password") {
 			t.Errorf("the pgvector credentials in %s do not hold the configured password", ns)
 		}
+	}
+	// its alerts, as the API server keeps them, load in Prometheus: all
+	// six, WAL archiving's too (rag is backed up)
+	var rule map[string]any
+	if err := json.Unmarshal([]byte(srv.Kubectl(t, "get", "prometheusrules.monitoring.coreos.com", "rag-alerts", "-n", "vector-dbs", "-o", "json")), &rule); err != nil {
+		t.Fatal(err)
+	}
+	if n := promtest.ParseRules(t, rule); n != 6 {
+		t.Errorf("pgvector rag's PrometheusRule holds %d rules", n)
 	}
 }
 

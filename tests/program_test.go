@@ -163,13 +163,14 @@ func gitopsResources() []string {
 
 // vectorResources are what the dev stack's pgvector database registers:
 // the component, its namespace, the CloudNativePG Cluster and its nightly
-// backup, its NetworkPolicy and PodMonitor, and the policy that keeps GPUs out of its
-// namespace (a render: the credentials are ExternalSecrets).
+// backup, its NetworkPolicy, PodMonitor and alerts, and the policy that
+// keeps GPUs out of its namespace (a render: the credentials are
+// ExternalSecrets).
 func vectorResources() []string {
 	return []string{"gpu-node-pools:vectordb:VectorDBs::vectordb", "kubernetes:core/v1:Namespace::vectordb-vector-dbs",
 		"kubernetes:postgresql.cnpg.io/v1:Cluster::vectordb-rag", "kubernetes:postgresql.cnpg.io/v1:ScheduledBackup::vectordb-rag-nightly",
 		"kubernetes:networking.k8s.io/v1:NetworkPolicy::vectordb-rag-network-policy", "kubernetes:kyverno.io/v1:ClusterPolicy::policies-gpu-free-namespaces",
-		"kubernetes:monitoring.coreos.com/v1:PodMonitor::vectordb-rag-metrics"}
+		"kubernetes:monitoring.coreos.com/v1:PodMonitor::vectordb-rag-metrics", ruleType + "::vectordb-rag-alerts"}
 }
 
 // poolConfig is a pool as written in the stack file.

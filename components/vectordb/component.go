@@ -28,9 +28,10 @@ type Args struct {
 	InstallOperator   bool
 	OperatorNamespace string
 	// ServingNamespace and PrometheusNamespace may connect (queries,
-	// metrics); MonitorLabels are what Prometheus's monitor selector wants.
+	// metrics); MonitorLabels are what Prometheus's monitor selector
+	// wants, RuleLabels what its rule selector wants.
 	ServingNamespace, PrometheusNamespace string
-	MonitorLabels                         map[string]string
+	MonitorLabels, RuleLabels             map[string]string
 	// Store takes pgvector's backups (nil without).
 	Store     *Store
 	ChartDir  string
@@ -60,7 +61,7 @@ type VectorDBs struct {
 // NewVectorDBs registers the namespaces (restricted), the operator when
 // asked, and per database its credentials (in its namespace, the serving
 // namespace and each client's), its CloudNativePG Cluster or Qdrant
-// release, its backups and its NetworkPolicy.
+// release, its backups, its monitor and alerts, and its NetworkPolicy.
 func NewVectorDBs(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*VectorDBs, error) {
 	if args == nil || args.Workload == nil || len(args.Specs) == 0 {
 		return nil, fmt.Errorf("vector databases %s: args with databases and a workload provider are required", name)
@@ -153,6 +154,9 @@ func NewVectorDBs(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.R
 		}
 		if _, err := plain.Object(ctx, name+"-"+s.Name+"-metrics", Monitor(s, args.MonitorLabels), inNS...); err != nil {
 			return fail(s.Name+" monitor", err)
+		}
+		if _, err := plain.Object(ctx, name+"-"+s.Name+"-alerts", PrometheusRule(s, args.RuleLabels), inNS...); err != nil {
+			return fail(s.Name+" alerts", err)
 		}
 		if _, err := plain.Object(ctx, name+"-"+s.Name+"-network-policy", NetworkPolicy(s, args.ServingNamespace, args.PrometheusNamespace, args.OperatorNamespace), inNS...); err != nil {
 			return fail(s.Name+" network policy", err)

@@ -16,7 +16,8 @@ import (
 // each credentials Secret exists in the database's namespace, the serving
 // namespace and each client's, holding the value only as a secret, and the
 // credentials output is secret; rendered, the Secrets are named instead.
-// The operator's chart comes only when asked for.
+// The operator's chart comes only when asked for. Each database's alerts
+// carry the labels Prometheus's rule selector wants.
 func TestVectorDBsRegister(t *testing.T) {
 	t.Parallel()
 	specs := []vectordb.Spec{
@@ -33,7 +34,8 @@ func TestVectorDBsRegister(t *testing.T) {
 				return err
 			}
 			v, err := vectordb.NewVectorDBs(ctx, "vectordb", &vectordb.Args{Specs: specs, InstallOperator: !rendering, OperatorNamespace: "cnpg-system",
-				ServingNamespace: "models", PrometheusNamespace: "monitoring", Store: store, Rendering: rendering, Workload: prov})
+				ServingNamespace: "models", PrometheusNamespace: "monitoring", RuleLabels: map[string]string{"release": "kube-prometheus-stack"},
+				Store: store, Rendering: rendering, Workload: prov})
 			if err != nil {
 				return err
 			}
@@ -69,6 +71,21 @@ func TestVectorDBsRegister(t *testing.T) {
 			"kubernetes:monitoring.coreos.com/v1:PodMonitor", "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"} {
 			if types[typ] != 1 {
 				t.Errorf("%d %s", types[typ], typ)
+			}
+		}
+		// each database's alerts in its namespace, found by Prometheus's
+		// rule selector
+		for _, db := range specs {
+			r, ok := m.ByName("kubernetes:monitoring.coreos.com/v1:PrometheusRule", "vectordb-"+db.Name+"-alerts")
+			if !ok {
+				t.Errorf("no PrometheusRule for %s", db.Name)
+				continue
+			}
+			if got := r.Inputs["metadata"].ObjectValue()["labels"].ObjectValue()["release"]; !got.IsString() || got.StringValue() != "kube-prometheus-stack" {
+				t.Errorf("%s's rules are labelled %v", db.Name, r.Inputs["metadata"])
+			}
+			if got := r.Inputs["metadata"].ObjectValue()["namespace"]; got.StringValue() != db.Namespace {
+				t.Errorf("%s's rules in namespace %v", db.Name, got)
 			}
 		}
 		if types["kubernetes:networking.k8s.io/v1:NetworkPolicy"] != 2 || !credentialsSecret {
