@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/models"
+	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks/config"
 )
@@ -115,5 +118,44 @@ func TestREADMESizingCommands(t *testing.T) {
 	}
 	if ran < 2 || marked != 1 {
 		t.Errorf("ran %d commands and skipped %d marked ones, want 2 and 1", ran, marked)
+	}
+}
+
+// The README names every alert the program writes, in code, where it
+// describes them: the GPU alerts in "The GPU platform layer", the vector
+// databases' in "RAG and light models", whose alert table lists no other.
+func TestREADMEAlerts(t *testing.T) {
+	t.Parallel()
+	gpu := platform.AlertRules(platform.Spec{}.Defaults(platform.GPUOperator))
+	backedUp := vectordb.Spec{Name: "rag", Size: "1Gi", Backup: "s3://b/rag"}.Defaults()
+	qdrant := vectordb.Spec{Name: "search", Kind: vectordb.Qdrant, Size: "1Gi"}.Defaults()
+	name := regexp.MustCompile("`([A-Z][A-Za-z0-9]+)`")
+	for section, rules := range map[string][]kube.Rule{
+		"The GPU platform layer": gpu,
+		"RAG and light models":   append(vectordb.AlertRules(backedUp), vectordb.AlertRules(qdrant)...),
+	} {
+		text := readmeSection(t, section)
+		spans, tabled := map[string]bool{}, map[string]bool{}
+		for _, m := range name.FindAllStringSubmatch(text, -1) {
+			spans[m[1]] = true
+		}
+		// the first cell of a table row: "| `A` |" or "| `A` / `B` |"
+		for _, row := range regexp.MustCompile("(?m)^\\| (`[A-Z][^|]*) \\|").FindAllStringSubmatch(text, -1) {
+			for _, m := range name.FindAllStringSubmatch(row[1], -1) {
+				tabled[m[1]] = true
+			}
+		}
+		written := map[string]bool{}
+		for _, r := range rules {
+			written[r.Alert] = true
+			if !spans[r.Alert] {
+				t.Errorf("%s: the README does not name alert %s", section, r.Alert)
+			}
+		}
+		for a := range tabled {
+			if !written[a] {
+				t.Errorf("%s: the README's table lists alert %s, which the program does not write", section, a)
+			}
+		}
 	}
 }
