@@ -69,6 +69,13 @@ func series(metric, label, namespace, values string, names ...string) string {
 	return b.String()
 }
 
+// volumes are the kubelet's stats of claims: capacity and available
+// bytes, in promtool's notation.
+func volumes(capacity, available string, claims ...string) string {
+	return series("kubelet_volume_stats_capacity_bytes", "persistentvolumeclaim", rag.Namespace, capacity, claims...) +
+		series("kubelet_volume_stats_available_bytes", "persistentvolumeclaim", rag.Namespace, available, claims...)
+}
+
 // Each database's alerts, evaluated by Prometheus's own rule engine over
 // series named as CloudNativePG and the real Qdrant chart name pods and
 // claims: they fire when the condition has held for its duration, not for
@@ -123,18 +130,13 @@ cnpg_pg_settings_setting{namespace="vector-dbs", pod="rag-1", name="max_connecti
 			series("cnpg_pg_stat_archiver_last_archived_time", "pod", ns, "1000+60x20", "rag-1") +
 				series("cnpg_pg_stat_archiver_last_failed_time", "pod", ns, "-1x20", "rag-1"), 20, -1, 0, ""},
 		{"pgdata 75% full", rag, "VectorDBDiskFilling",
-			series("kubelet_volume_stats_capacity_bytes", "persistentvolumeclaim", ns, "100x20", "rag-1", "rag-2") +
-				series("kubelet_volume_stats_available_bytes", "persistentvolumeclaim", ns, "50x20", "rag-1") +
-				series("kubelet_volume_stats_available_bytes", "persistentvolumeclaim", ns, "25x20", "rag-2"), 20, 5, 0, "persistentvolumeclaim=rag-2"},
+			volumes("100x20", "50x20", "rag-1") + volumes("100x20", "25x20", "rag-2"), 20, 5, 0, "persistentvolumeclaim=rag-2"},
 		{"pgdata 75% full is not almost full", rag, "VectorDBDiskAlmostFull",
-			series("kubelet_volume_stats_capacity_bytes", "persistentvolumeclaim", ns, "100x20", "rag-1") +
-				series("kubelet_volume_stats_available_bytes", "persistentvolumeclaim", ns, "25x20", "rag-1"), 20, -1, 0, ""},
+			volumes("100x20", "25x20", "rag-1"), 20, -1, 0, ""},
 		{"pgdata 95% full, then grown", rag, "VectorDBDiskAlmostFull",
-			series("kubelet_volume_stats_capacity_bytes", "persistentvolumeclaim", ns, "100x9 200x10", "rag-1") +
-				series("kubelet_volume_stats_available_bytes", "persistentvolumeclaim", ns, "5x9 105x10", "rag-1"), 20, 5, 10, "severity=critical"},
+			volumes("100x9 200x10", "5x9 105x10", "rag-1"), 20, 5, 10, "severity=critical"},
 		{"another database's full claim", rag, "VectorDBDiskFilling",
-			series("kubelet_volume_stats_capacity_bytes", "persistentvolumeclaim", ns, "100x20", "rag-archive-1", "qdrant-storage-qdrant-rag-0") +
-				series("kubelet_volume_stats_available_bytes", "persistentvolumeclaim", ns, "1x20", "rag-archive-1", "qdrant-storage-qdrant-rag-0"), 20, -1, 0, ""},
+			volumes("100x20", "1x20", "rag-archive-1", "qdrant-storage-qdrant-rag-0") + volumes("100x20", "90x20", "rag-1"), 20, -1, 0, ""},
 		{"no Qdrant node answers", search, "QdrantOffline",
 			series("up", "pod", ns, "1x4 0x20", qPods...), 25, 10, 0, "vectordb=search"},
 		{"Qdrant's pods are gone", search, "QdrantOffline",
@@ -144,9 +146,7 @@ cnpg_pg_settings_setting{namespace="vector-dbs", pod="rag-1", name="max_connecti
 		{"one Qdrant node down for 10 minutes", search, "QdrantNodeDown",
 			series("up", "pod", ns, "1x20", qPods[1:]...) + series("up", "pod", ns, "1x4 0x20", qPods[0]), 25, 15, 0, "pod=" + qPods[0]},
 		{"a Qdrant volume 92% full", search, "VectorDBDiskAlmostFull",
-			series("kubelet_volume_stats_capacity_bytes", "persistentvolumeclaim", ns, "100x20", qClaims...) +
-				series("kubelet_volume_stats_available_bytes", "persistentvolumeclaim", ns, "50x20", qClaims[:len(qClaims)-1]...) +
-				series("kubelet_volume_stats_available_bytes", "persistentvolumeclaim", ns, "8x20", qClaims[len(qClaims)-1]), 20, 5, 0,
+			volumes("100x20", "50x20", qClaims[:len(qClaims)-1]...) + volumes("100x20", "8x20", qClaims[len(qClaims)-1]), 20, 5, 0,
 			"persistentvolumeclaim=" + qClaims[len(qClaims)-1]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
