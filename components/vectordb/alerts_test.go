@@ -97,7 +97,7 @@ func TestAlertsFireInPrometheus(t *testing.T) {
 		fireAt  int // first firing minute; -1: never
 		// resolvedBy: the alert no longer fires at this minute (0: not checked)
 		resolvedBy int
-		label      string // a label the firing alert carries, name=value
+		label      string // a label the firing alert carries, name=value (required when it fires)
 	}{
 		{"both instances report PostgreSQL down", rag, "PGVectorOffline",
 			series("cnpg_collector_up", "pod", ns, "1x4 0x20", "rag-1", "rag-2"), 25, 10, 0, "vectordb=rag"},
@@ -140,7 +140,7 @@ cnpg_pg_settings_setting{namespace="vector-dbs", pod="rag-1", name="max_connecti
 		{"no Qdrant node answers", search, "QdrantOffline",
 			series("up", "pod", ns, "1x4 0x20", qPods...), 25, 10, 0, "vectordb=search"},
 		{"Qdrant's pods are gone", search, "QdrantOffline",
-			series("up", "pod", ns, "1x4 stale", qPods...), 25, 10, 0, ""},
+			series("up", "pod", ns, "1x4 stale", qPods...), 25, 10, 0, "vectordb=search"},
 		{"one Qdrant node down", search, "QdrantOffline",
 			series("up", "pod", ns, "1x20", qPods[1:]...) + series("up", "pod", ns, "0x20", qPods[0]), 20, -1, 0, ""},
 		{"one Qdrant node down for 10 minutes", search, "QdrantNodeDown",
@@ -158,7 +158,7 @@ cnpg_pg_settings_setting{namespace="vector-dbs", pod="rag-1", name="max_connecti
 			if tc.fireAt < 0 {
 				return
 			}
-			if k, v, _ := strings.Cut(tc.label, "="); tl.Labels[tc.fireAt][k] != v {
+			if k, v, ok := strings.Cut(tc.label, "="); !ok || tl.Labels[tc.fireAt][k] != v {
 				t.Errorf("the firing alert's labels %v, want %s", tl.Labels[tc.fireAt], tc.label)
 			}
 			if s := tl.Summary[tc.fireAt]; !strings.Contains(s, tc.spec.Name) {
@@ -172,7 +172,8 @@ cnpg_pg_settings_setting{namespace="vector-dbs", pod="rag-1", name="max_connecti
 }
 
 // Which alerts a database gets (WAL archiving only with a backup store),
-// and Prometheus loads each database's PrometheusRule as a rule file.
+// each with a severity, summary, description and advice, and Prometheus
+// loads each database's PrometheusRule as a rule file.
 func TestAlertSets(t *testing.T) {
 	t.Parallel()
 	noBackup := rag
@@ -188,6 +189,14 @@ func TestAlertSets(t *testing.T) {
 		var names []string
 		for _, r := range vectordb.AlertRules(tc.spec) {
 			names = append(names, r.Alert)
+			for _, k := range []string{"summary", "description", "advice"} {
+				if r.Annotations[k] == "" {
+					t.Errorf("%s: no %s", r.Alert, k)
+				}
+			}
+			if sev := r.Labels["severity"]; sev != "warning" && sev != "critical" {
+				t.Errorf("%s: severity %q", r.Alert, sev)
+			}
 		}
 		if got := strings.Join(names, " "); got != tc.want {
 			t.Errorf("%s (backup %q): alerts %s, want %s", tc.spec.Name, tc.spec.Backup, got, tc.want)
