@@ -382,9 +382,7 @@ func expectObjects(t *testing.T, srv *kubeapi.Server, kinds map[string][]string,
 func checkEgressPolicyValidated(t *testing.T, srv *kubeapi.Server) {
 	t.Helper()
 	var cnp map[string]any
-	if err := json.Unmarshal([]byte(srv.Kubectl(t, "get", "ciliumnetworkpolicies.cilium.io", serving.DownloadComponent, "-n", "models", "-o", "json")), &cnp); err != nil {
-		t.Fatal(err)
-	}
+	srv.GetJSON(t, &cnp, "ciliumnetworkpolicies.cilium.io", serving.DownloadComponent, "-n", "models")
 	egress := fmt.Sprint(helmtest.Get(cnp, "spec", "egress"))
 	if !strings.Contains(egress, "matchName:s3.natron-cloud.example") || !strings.Contains(egress, "matchPattern:*") {
 		t.Errorf("CiliumNetworkPolicy egress as stored: %s", egress)
@@ -439,9 +437,7 @@ func checkVectorDB(t *testing.T, srv *kubeapi.Server, marker string) {
 	// its alerts, as the API server keeps them, load in Prometheus: all
 	// six, WAL archiving's too (rag is backed up)
 	var rule map[string]any
-	if err := json.Unmarshal([]byte(srv.Kubectl(t, "get", "prometheusrules.monitoring.coreos.com", "rag-alerts", "-n", "vector-dbs", "-o", "json")), &rule); err != nil {
-		t.Fatal(err)
-	}
+	srv.GetJSON(t, &rule, "prometheusrules.monitoring.coreos.com", "rag-alerts", "-n", "vector-dbs")
 	if n := promtest.ParseRules(t, rule); n != 6 {
 		t.Errorf("pgvector rag's PrometheusRule holds %d rules", n)
 	}

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/natron/gpu-node-pools/components/serving"
@@ -37,10 +36,7 @@ func checkEngineDeployment(t *testing.T, d map[string]any, live bool) {
 func checkLiveEngine(t *testing.T, srv *kubeapi.Server, model string) {
 	t.Helper()
 	var d map[string]any
-	out := srv.Kubectl(t, "get", "deployment", serving.DeploymentName(model), "-n", "models", "-o", "json", "--show-managed-fields")
-	if err := json.Unmarshal([]byte(out), &d); err != nil {
-		t.Fatalf("engine Deployment %s: %v: %s", model, err, out)
-	}
+	srv.GetJSON(t, &d, "deployment", serving.DeploymentName(model), "-n", "models", "--show-managed-fields")
 	checkEngineDeployment(t, d, true)
 	managed, _ := helmtest.Get(d, "metadata", "managedFields").([]any)
 	if len(managed) == 0 {

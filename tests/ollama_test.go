@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -105,10 +104,7 @@ func checkLiveOllama(t *testing.T, srv *kubeapi.Server, model string) {
 	name := "ollama-" + model
 	var d, svc map[string]any
 	for obj, into := range map[string]*map[string]any{"deployment": &d, "service": &svc} {
-		out := srv.Kubectl(t, "get", obj, name, "-n", "models", "-o", "json")
-		if err := json.Unmarshal([]byte(out), into); err != nil {
-			t.Fatalf("%s %s: %v: %s", obj, name, err, out)
-		}
+		srv.GetJSON(t, into, obj, name, "-n", "models")
 	}
 	pod := helmtest.Get(d, "spec", "template", "spec").(map[string]any)
 	inits, _ := pod["initContainers"].([]any)

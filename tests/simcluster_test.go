@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -47,9 +46,7 @@ func placements(t *testing.T, srv *kubeapi.Server) []placement {
 			}
 		}
 	}
-	if err := json.Unmarshal([]byte(srv.Kubectl(t, "get", "pods", "-A", "-o", "json")), &list); err != nil {
-		t.Fatal(err)
-	}
+	srv.GetJSON(t, &list, "pods", "-A")
 	var out []placement
 	for _, p := range list.Items {
 		pl := placement{Namespace: p.Metadata.Namespace, Name: p.Metadata.Name, Node: p.Spec.NodeName, Phase: p.Status.Phase, Labels: p.Metadata.Labels}
@@ -125,10 +122,7 @@ func admissionRefusals(t *testing.T, srv *kubeapi.Server) []string {
 			Message        string
 		}
 	}
-	out := srv.Kubectl(t, "get", "events", "-A", "--field-selector", "reason=FailedCreate", "-o", "json")
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatal(err)
-	}
+	srv.GetJSON(t, &list, "events", "-A", "--field-selector", "reason=FailedCreate")
 	var refused []string
 	for _, e := range list.Items {
 		o := e.InvolvedObject

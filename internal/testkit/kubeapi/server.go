@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -270,6 +271,16 @@ func (s *Server) Kubectl(t testing.TB, args ...string) string {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// GetJSON reads objects with kubectl get (args name them) as JSON into
+// into.
+func (s *Server) GetJSON(t testing.TB, into any, args ...string) {
+	t.Helper()
+	out := s.Kubectl(t, append(append([]string{"get"}, args...), "-o", "json")...)
+	if err := json.Unmarshal([]byte(out), into); err != nil {
+		t.Fatalf("kubectl get %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
 }
 
 // ApplyCRDs applies every file of the given directories server-side (some
