@@ -55,7 +55,7 @@ unit:
 	go test -count=1 -timeout 45m ./...
 
 # Each fuzz target for FUZZTIME executions; a crasher lands in
-# stacks/testdata/fuzz/ and, committed, stays a regression case that every
+# stacks/program/testdata/fuzz/ and, committed, stays a regression case that every
 # `go test` runs. A count, not a duration: replaying the cached corpus
 # (which grows every run) took 18 of 20 seconds, and a clock that ran out
 # while a new input was being minimized failed the run with "context
@@ -63,8 +63,8 @@ unit:
 # Minimizing is capped: minimizing twelve long strings (the default allows a
 # minute per input) would take the whole budget.
 fuzz:
-	go test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./stacks
-	go test -run '^$$' -fuzz '^FuzzBreak$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./stacks
+	go test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./stacks/program
+	go test -run '^$$' -fuzz '^FuzzBreak$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./stacks/program
 
 ## bench: speed and memory of config loading, program evaluation (mocks) and
 ## fleet previews (real engine).

@@ -17,16 +17,16 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/components/gitops"
-	"github.com/natron/gpu-node-pools/components/secret"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 	"github.com/natron/gpu-node-pools/internal/testkit/promtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/automation"
-	"github.com/natron/gpu-node-pools/stacks/target/baremetal"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // installMonitoringCRDs renders the prometheus-operator CRDs chart (its CRDs
@@ -167,8 +167,8 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 	t.Run("natron dev stack", func(t *testing.T) {
 		cfg := devConfig(t, "")    // no renderDir: apply for real
 		cfg.GitOps = gitops.Spec{} // GitOps delivery syncs a render: the next test
-		natron := cfg.Cluster.(*baremetal.Cluster)
-		natron.Kubeconfig, natron.ManagementKubeconfig = kc, kc
+		block := cfg.Cluster.(*natron.Cluster)
+		block.Kubeconfig, block.ManagementKubeconfig = kc, kc
 		cfg.Storage.AccessKey, cfg.Storage.SecretKey = secret.Secret(marker+"-access"), secret.Secret(marker+"-secret")
 		cfg.Serving.APIKey = secret.Secret(marker + "-apikey")
 		backupStore := *cfg.Backup.Location
@@ -228,7 +228,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		}
 
 		// A change that replaces the pools shows as a replacement.
-		renamed, moved := *cfg, *natron
+		renamed, moved := *cfg, *block
 		moved.ClusterName = "acme2"
 		renamed.Cluster = &moved
 		movedStack, err := automation.OpenStack(ctx, "acme-live", &renamed, e)

@@ -12,13 +12,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 
-	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/automation"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
-	"github.com/natron/gpu-node-pools/stacks/target/baremetal"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // devConfig is the dev stack file as typed config, rendering into dir.
@@ -84,7 +84,7 @@ func TestAutomationStackLifecycle(t *testing.T) {
 
 	render := t.TempDir()
 	cfg := devConfig(t, render)
-	cfg.Cluster.(*baremetal.Cluster).Kubeconfig = secret.Secret(pulumitest.SecretMarker + "-kubeconfig")
+	cfg.Cluster.(*natron.Cluster).Kubeconfig = secret.Secret(pulumitest.SecretMarker + "-kubeconfig")
 	s, err := automation.OpenStack(ctx, "acme", cfg, e)
 	if err != nil {
 		t.Fatal(err)

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
-	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/stacks/automation"
 	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/program"
 )
 
 // BenchmarkMakePreview is the everyday loop: a warm `make preview` of the
@@ -39,7 +39,7 @@ func BenchmarkProdStack(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := pulumitest.Run(stacks.Program, "gpu-node-pools", "prod", cfg, secrets); err != nil {
+		if _, err := pulumitest.Run(program.Program, "gpu-node-pools", "prod", cfg, secrets); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -54,7 +54,7 @@ func BenchmarkPools(b *testing.B) {
 				cfg := generatedStack(target, n)
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := pulumitest.Run(stacks.Program, "gpu-node-pools", "bench", cfg, nil); err != nil {
+					if _, err := pulumitest.Run(program.Program, "gpu-node-pools", "bench", cfg, nil); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -14,7 +14,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
-	"github.com/natron/gpu-node-pools/stacks/target/baremetal"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // Every component refuses missing arguments with an error that names it,
@@ -33,7 +33,7 @@ func TestComponentsRefuseMissingArgs(t *testing.T) {
 		},
 		"aks pool": func(ctx *pulumi.Context) error { _, err := aks.NewPool(ctx, "a100", nil); return err },
 		"bare-metal pool": func(ctx *pulumi.Context) error {
-			_, err := baremetal.NewPool(ctx, "infer", &baremetal.PoolArgs{}) // no management provider
+			_, err := natron.NewPool(ctx, "infer", &natron.PoolArgs{}) // no management provider
 			return err
 		},
 	} {

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/components/kube"
-	"github.com/natron/gpu-node-pools/components/models"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks/config"
 )

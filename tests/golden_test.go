@@ -11,10 +11,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
-	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/stacks/plan"
+	"github.com/natron/gpu-node-pools/stacks/program"
 )
 
 // updateGolden rewrites the golden files: only for a deliberate change of
@@ -45,10 +45,10 @@ func TestStacksMatchGolden(t *testing.T) {
 		golden, stack string
 		program       pulumi.RunFunc
 	}{
-		{"dev", "dev", stacks.Program},
-		{"prod", "prod", stacks.Program},
+		{"dev", "dev", program.Program},
+		{"prod", "prod", program.Program},
 		// the prod stack's Kubernetes side alone, as OpenWorkloadStack runs it
-		{"prod-workload", "prod", stacks.WorkloadProgram(secret.Secret("apiVersion: v1\nkind: Config\n# workload\n"))},
+		{"prod-workload", "prod", program.WorkloadProgram(secret.Secret("apiVersion: v1\nkind: Config\n# workload\n"))},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			stack := tc.stack

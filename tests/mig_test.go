@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/nodesim"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
-	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/stacks/program"
 )
 
 // migStack is a stack whose MIG pools use different profiles, with a
@@ -61,7 +61,7 @@ func TestPodsRequestWhatTheirNodesAdvertise(t *testing.T) {
 	for _, target := range []string{"natron", "aks"} {
 		t.Run(target, func(t *testing.T) {
 			t.Parallel()
-			m, err := pulumitest.Run(stacks.Program, "gpu-node-pools", "test", migStack(t, target), nil)
+			m, err := pulumitest.Run(program.Program, "gpu-node-pools", "test", migStack(t, target), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

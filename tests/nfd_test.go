@@ -7,12 +7,12 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/nodesim"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
-	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/stacks/program"
 )
 
 // A fresh node of every bare-metal pool ends up a GPU node that the GPU
@@ -40,7 +40,7 @@ func TestBareMetalNodesBecomeGPUNodes(t *testing.T) {
 			if nfd == "existing" {
 				c["platform"] = map[string]any{"nfd": "existing"}
 			}
-			m, err := pulumitest.Run(stacks.Program, "gpu-node-pools", "test", stacktest.Namespaced(stacktest.Encode(t, c)), nil)
+			m, err := pulumitest.Run(program.Program, "gpu-node-pools", "test", stacktest.Namespaced(stacktest.Encode(t, c)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
-	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/stacks/program"
 )
 
 var gpuTolerationValue = map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -72,7 +72,7 @@ func TestPlatformOnBareMetalUnderMocks(t *testing.T) {
 	dir := filepath.Join(pulumitest.SharedDir(t), "charts")
 	b, _ := json.Marshal(map[string]any{"chartDir": dir})
 	cfg["gpu-node-pools:platform"] = string(b)
-	m, err := pulumitest.Run(stacks.Program, "gpu-node-pools", "dev", cfg, secrets)
+	m, err := pulumitest.Run(program.Program, "gpu-node-pools", "dev", cfg, secrets)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/platform"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/kyvernotest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
@@ -30,7 +30,7 @@ import (
 // is refused there with the server's own message; a batch job that runs
 // as root is refused in the restricted batch namespace and admitted where
 // the stack lowers it, as the program's validation predicts.
-func (s *simulated) checkPodSecurity(t *testing.T, p *plan.Plan) {
+func (s *simulated) checkPodSecurity(t *testing.T, p *plan.Stack) {
 	sp := p.Serving
 	// Enforced as planned, and the program's pods are there.
 	want := map[string]string{p.Platform.Namespace: podsecurity.Privileged}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
-	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/stacks/program"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
 )
 
@@ -198,7 +198,7 @@ func runStack(t *testing.T, stack string) (*pulumitest.Mocks, []poolConfig) {
 	if err := json.Unmarshal([]byte(cfg["gpu-node-pools:pools"]), &pools); err != nil || len(pools) == 0 {
 		t.Fatalf("Pulumi.%s.yaml pools: %v", stack, err)
 	}
-	m, err := pulumitest.Run(stacks.Program, "gpu-node-pools", stack, cfg, secrets)
+	m, err := pulumitest.Run(program.Program, "gpu-node-pools", stack, cfg, secrets)
 	if err != nil {
 		t.Fatalf("program on Pulumi.%s.yaml: %v", stack, err)
 	}
@@ -383,7 +383,7 @@ func TestProdStackNeedsWorkloadIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &pulumitest.Mocks{AKSCluster: map[string]any{"name": "aks-acme-prod", "oidcIssuerProfile": map[string]any{"enabled": false}}}
-	_, err = m.Run(stacks.Program, "gpu-node-pools", "prod", cfg, secrets)
+	_, err = m.Run(program.Program, "gpu-node-pools", "prod", cfg, secrets)
 	want := "az aks update -g rg-acme-prod -n aks-acme-prod --enable-oidc-issuer --enable-workload-identity"
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "gpu-node-pools:storage.clientId") {
 		t.Fatalf("error %v, want one naming storage.clientId and %q", err, want)

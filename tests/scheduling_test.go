@@ -10,12 +10,12 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/helm"
-	"github.com/natron/gpu-node-pools/components/kube"
 	"github.com/natron/gpu-node-pools/components/platform"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 	"github.com/natron/gpu-node-pools/internal/testkit/nodesim"
@@ -23,7 +23,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
-	"github.com/natron/gpu-node-pools/stacks/target/baremetal"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // workloadsOf are the pod-making objects of a plan's model serving, from
@@ -31,7 +31,7 @@ import (
 // engine Deployment, its weight download Job, a run of each batch job, and
 // what they need to be admitted (priorities, the download's service
 // account, weight claims bound to static volumes, the runtime class).
-func workloadsOf(t *testing.T, p *plan.Plan) []map[string]any {
+func workloadsOf(t *testing.T, p *plan.Stack) []map[string]any {
 	t.Helper()
 	sp := p.Serving
 	ns := sp.Options.Namespace
@@ -90,7 +90,7 @@ func jobRun(cron map[string]any) map[string]any {
 // beside the models, rendered from the real charts: KEDA and its HTTP
 // add-on, node-exporter (tolerates every taint, as host agents do) and a
 // CPU-only Ollama Deployment standing in for the customer's own services.
-func platformWorkloads(t *testing.T, p *plan.Plan) []map[string]any {
+func platformWorkloads(t *testing.T, p *plan.Stack) []map[string]any {
 	t.Helper()
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
 	objs := []map[string]any{
@@ -129,7 +129,7 @@ func platformWorkloads(t *testing.T, p *plan.Plan) []map[string]any {
 // and the tolerations our rendered ClusterPolicy gives every operand
 // (spec.daemonsets.tolerations). Other objects of the charts (the
 // operator's Deployment, NFD) come back as the second list.
-func gpuDaemonSets(t *testing.T, p *plan.Plan) (gpu, other []map[string]any) {
+func gpuDaemonSets(t *testing.T, p *plan.Stack) (gpu, other []map[string]any) {
 	t.Helper()
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
 	ns := p.Platform.Namespace
@@ -178,7 +178,7 @@ func daemonSet(ns, name string, selector map[string]any, tolerations any) map[st
 
 // devicePlugin is the device plugin's configuration the stack's platform
 // registers (the device plugin chart's values, or the GPU operator's).
-func devicePlugin(p *plan.Plan) nodesim.DevicePlugin {
+func devicePlugin(p *plan.Stack) nodesim.DevicePlugin {
 	var d nodesim.DevicePlugin
 	str := func(v any) string { s, _ := v.(string); return s }
 	for _, rel := range platform.Releases(p.Platform, p.Facts()) {
@@ -196,7 +196,7 @@ func devicePlugin(p *plan.Plan) nodesim.DevicePlugin {
 }
 
 // stackPlan is the plan of one of the project's stack files.
-func stackPlan(t *testing.T, stack string) *plan.Plan {
+func stackPlan(t *testing.T, stack string) *plan.Stack {
 	t.Helper()
 	p, err := plan.Resolve(stacktest.Config(t, stack), stack)
 	if err != nil {
@@ -208,7 +208,7 @@ func stackPlan(t *testing.T, stack string) *plan.Plan {
 // nodesFor is how many nodes the cluster autoscaler would give a pool for
 // the stack's pods: one replica of each model and one run of each batch
 // job on it, at least one node.
-func nodesFor(p *plan.Plan, pool gpupool.Pool) int {
+func nodesFor(p *plan.Stack, pool gpupool.Facts) int {
 	gpus := 0
 	for _, e := range p.Serving.Engines {
 		if e.Pool.Name == pool.Name {
@@ -239,7 +239,7 @@ type simulated struct {
 // given) and two CPU nodes, creates the stack's workloads, the GPU stack's
 // DaemonSets and the platform's, plus extra objects, and waits for the
 // scheduler; want counts the pods that are not DaemonSet pods.
-func simulate(t *testing.T, p *plan.Plan, extra []map[string]any, want int, zero ...string) *simulated {
+func simulate(t *testing.T, p *plan.Stack, extra []map[string]any, want int, zero ...string) *simulated {
 	t.Helper()
 	s := &simulated{srv: kubeapi.StartCluster(t), poolOf: map[string]string{}, gpuDS: map[string]bool{}}
 	var nodes []map[string]any
@@ -295,7 +295,7 @@ func simulate(t *testing.T, p *plan.Plan, extra []map[string]any, want int, zero
 // pool; no pod that asks for no GPU on a GPU node, except host agents
 // (DaemonSets); the GPU stack's DaemonSets on every GPU node and no CPU
 // node; node-exporter on every node.
-func (s *simulated) checkPlacements(t *testing.T, p *plan.Plan) {
+func (s *simulated) checkPlacements(t *testing.T, p *plan.Stack) {
 	t.Helper()
 	engines, jobs := map[string]string{}, map[string]string{}
 	for _, e := range p.Serving.Engines {
@@ -351,7 +351,7 @@ func (s *simulated) checkPlacements(t *testing.T, p *plan.Plan) {
 }
 
 // tooBig asks for more GPUs than a node of the pool has.
-func tooBig(ns string, pool gpupool.Pool) map[string]any {
+func tooBig(ns string, pool gpupool.Facts) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"name": "too-big", "namespace": ns},
 		"spec": map[string]any{
@@ -457,11 +457,11 @@ func TestServingPreemptsBatch(t *testing.T) {
 // zero nodes from what the program registered: the MachineDeployment's
 // capacity annotations on bare metal, the agent pool's VM size, labels and
 // taints on AKS (AKS adds its spot taint to spot pools).
-func templateNode(t *testing.T, p *plan.Plan, pool gpupool.Resolved) map[string]any {
+func templateNode(t *testing.T, p *plan.Stack, pool gpupool.Resolved) map[string]any {
 	t.Helper()
 	switch c := p.Cluster.(type) {
-	case *baremetal.Cluster:
-		md := baremetal.Objects(*c, pool).MachineDeployment
+	case *natron.Cluster:
+		md := natron.Objects(*c, pool).MachineDeployment
 		n := nodesim.ClusterAPITemplateNode(md, helmtest.Get(md, "metadata", "name").(string)+"-asg-0")
 		if n == nil {
 			t.Fatalf("MachineDeployment %v cannot scale from zero: no cpu and memory capacity annotations", helmtest.Get(md, "metadata", "name"))

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/stacks/precheck"
+	"github.com/natron/gpu-node-pools/stacks/preflight"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
 )
 
@@ -27,7 +27,7 @@ func TestWorkflowsReachEntraClusters(t *testing.T) {
 			"uses: azure/login@v2",
 			"uses: azure/use-kubelogin@v1",
 			"pulumi plugin install resource azure-native " + aks.AzureNativeVersion,
-			"pulumi plugin install resource random " + precheck.RandomVersion,
+			"pulumi plugin install resource random " + preflight.RandomVersion,
 			"go run ./cmd/stackctl check -stack",
 			"run: .ci/env.sh --github",
 		} {

@@ -28,9 +28,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/pricing"
-	"github.com/natron/gpu-node-pools/components/sizing"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/pricing"
+	"github.com/natron/gpu-node-pools/internal/sizing"
 	"github.com/natron/gpu-node-pools/stacks/config"
 )
 
@@ -67,7 +67,7 @@ func run(args []string, out io.Writer, client *http.Client) error {
 	if err != nil {
 		return err
 	}
-	res, err := sizing.Plan(req, section, table)
+	res, err := sizing.Recommend(req, section, table)
 	var nf *sizing.NothingFits
 	if errors.As(err, &nf) && *format == "table" {
 		printRejected(out, res)

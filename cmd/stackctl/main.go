@@ -26,7 +26,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/stacks/automation"
 	"github.com/natron/gpu-node-pools/stacks/plan"
-	"github.com/natron/gpu-node-pools/stacks/precheck"
+	"github.com/natron/gpu-node-pools/stacks/preflight"
 	"github.com/natron/gpu-node-pools/stacks/scaffold"
 	"github.com/natron/gpu-node-pools/stacks/stackfile"
 )
@@ -94,7 +94,7 @@ func newStack(args []string, dir string, stdout io.Writer) error {
 	}
 	// The answers make a valid stack once its secrets are set; anything
 	// else is a wrong answer, and no file is left behind.
-	r := precheck.Stack(dir, o.Name, func(string, string) bool { return true })
+	r := preflight.Stack(dir, o.Name, func(string, string) bool { return true })
 	var wrong []string
 	for _, e := range r.Errors {
 		for _, line := range strings.Split(e, "\n") {
@@ -129,7 +129,7 @@ func checkStack(args []string, dir string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	r := precheck.Stack(dir, *stack, precheck.PluginInstalled)
+	r := preflight.Stack(dir, *stack, preflight.PluginInstalled)
 	for _, w := range r.Warnings {
 		fmt.Fprintln(stderr, "warning: "+w)
 	}
@@ -137,7 +137,7 @@ func checkStack(args []string, dir string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "stack %s: config valid\n", *stack)
-	for _, l := range precheck.Summary(r.Plan) {
+	for _, l := range preflight.Summary(r.Plan) {
 		fmt.Fprintln(stdout, "  "+l)
 	}
 	return nil
@@ -218,23 +218,23 @@ func costChange(args []string, dir string, stdout io.Writer) error {
 		return err
 	}
 	anyPlugin := func(string, string) bool { return true } // plugins are not what this is about
-	head := precheck.Stack(dir, *stack, anyPlugin)
+	head := preflight.Stack(dir, *stack, anyPlugin)
 	if err := head.Err(); err != nil {
 		return err
 	}
-	var base *plan.Plan
+	var base *plan.Stack
 	if *baseDir != "" {
 		file := filepath.Join(*baseDir, "Pulumi."+*stack+".yaml")
 		if _, err := os.Stat(file); err != nil {
 			fmt.Fprintf(stdout, "The base branch has no stack %s: its cost counts as 0.\n\n", *stack)
-		} else if r := precheck.Stack(*baseDir, *stack, anyPlugin); r.Err() != nil {
+		} else if r := preflight.Stack(*baseDir, *stack, anyPlugin); r.Err() != nil {
 			fmt.Fprintf(stdout, "The base branch's stack %s does not load with this version (%s): its cost counts as 0.\n\n", *stack, firstLine(r.Err()))
 		} else {
 			base = r.Plan
 		}
 	}
 	fmt.Fprintf(stdout, "Monthly cost of stack %s (README, Sizing and cost):\n\n", *stack)
-	for _, l := range precheck.CostChange(base, head.Plan) {
+	for _, l := range preflight.CostChange(base, head.Plan) {
 		fmt.Fprintln(stdout, l)
 	}
 	return nil
@@ -272,7 +272,7 @@ func gitopsTarget(args []string, dir string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	r := precheck.Stack(dir, *stack, func(string, string) bool { return true })
+	r := preflight.Stack(dir, *stack, func(string, string) bool { return true })
 	if err := r.Err(); err != nil {
 		return err
 	}

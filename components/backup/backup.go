@@ -16,10 +16,10 @@ import (
 	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/check"
-	"github.com/natron/gpu-node-pools/components/helm"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
-	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/secret"
 )
 
 // Spec is the backup block (gpu-node-pools:backup). A render cannot look
@@ -112,36 +112,36 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if !s.Enabled {
 		if s.Install || s.Location != nil || s.Schedule != "" || s.TTL != "" || len(s.Values) > 0 {
-			errs = append(errs, check.Forbidden(p.Child("enabled"), s.Enabled, "the other backup keys take effect only with enabled: true"))
+			errs = append(errs, fielderr.Forbidden(p.Child("enabled"), s.Enabled, "the other backup keys take effect only with enabled: true"))
 		}
 		return errs
 	}
-	if s.Namespace != "" && !check.DNSLabel(s.Namespace) {
-		errs = append(errs, check.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
+	if s.Namespace != "" && !fielderr.DNSLabel(s.Namespace) {
+		errs = append(errs, fielderr.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
 	}
 	if s.Schedule != "" {
 		// Velero parses its schedules with this parser
 		// (pkg/controller/schedule_controller.go, v1.18.1).
 		if _, err := cron.ParseStandard(s.Schedule); err != nil {
-			errs = append(errs, check.Invalid(p.Child("schedule"), s.Schedule, "must be a cron schedule such as %q: %v", DefaultSchedule, err))
+			errs = append(errs, fielderr.Invalid(p.Child("schedule"), s.Schedule, "must be a cron schedule such as %q: %v", DefaultSchedule, err))
 		}
 	}
 	if s.TTL != "" {
 		if d, err := time.ParseDuration(s.TTL); err != nil || d <= 0 {
-			errs = append(errs, check.Invalid(p.Child("ttl"), s.TTL, "must be a positive duration such as 720h (30 days)"))
+			errs = append(errs, fielderr.Invalid(p.Child("ttl"), s.TTL, "must be a positive duration such as 720h (30 days)"))
 		}
 	}
-	if s.StorageLocation != "" && !check.DNSSubdomain(s.StorageLocation) {
-		errs = append(errs, check.Invalid(p.Child("storageLocation"), s.StorageLocation, "must be a Kubernetes object name"))
+	if s.StorageLocation != "" && !fielderr.DNSSubdomain(s.StorageLocation) {
+		errs = append(errs, fielderr.Invalid(p.Child("storageLocation"), s.StorageLocation, "must be a Kubernetes object name"))
 	}
 	if s.Location != nil {
 		errs = append(errs, s.Location.validate(p.Child("location"), s.Install)...)
 	}
 	if len(s.Values) > 0 && !s.Install {
-		errs = append(errs, check.Forbidden(p.Child("values"), "(values)", "values configure the Velero the program installs: set install: true, or leave them out"))
+		errs = append(errs, fielderr.Forbidden(p.Child("values"), "(values)", "values configure the Velero the program installs: set install: true, or leave them out"))
 	}
 	if s.Install && s.Location == nil {
-		errs = append(errs, check.Required(p.Child("location"), "required with install: the Velero the program installs needs a store (provider %s)", strings.Join(ProviderNames, " or ")))
+		errs = append(errs, fielderr.Required(p.Child("location"), "required with install: the Velero the program installs needs a store (provider %s)", strings.Join(ProviderNames, " or ")))
 	}
 	return append(errs, s.Chart.Validate(p.Child("chart"), VeleroChart.Version)...)
 }
@@ -149,26 +149,26 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 func (l *Location) validate(p *field.Path, install bool) field.ErrorList {
 	var errs field.ErrorList
 	if !slices.Contains(ProviderNames, l.Provider) {
-		return append(errs, check.NotSupported(p.Child("provider"), l.Provider, ProviderNames))
+		return append(errs, fielderr.NotSupported(p.Child("provider"), l.Provider, ProviderNames))
 	}
-	if l.Bucket == "" || !check.DNSSubdomain(l.Bucket) {
-		errs = append(errs, check.Invalid(p.Child("bucket"), l.Bucket, "required: the bucket (S3) or blob container (Azure), lower-case letters, digits, '-' and '.'"))
+	if l.Bucket == "" || !fielderr.DNSSubdomain(l.Bucket) {
+		errs = append(errs, fielderr.Invalid(p.Child("bucket"), l.Bucket, "required: the bucket (S3) or blob container (Azure), lower-case letters, digits, '-' and '.'"))
 	}
 	forbid := func(key string, set bool) {
 		if set {
-			errs = append(errs, check.Forbidden(p.Child(key), "(set)", "not read with provider %s", l.Provider))
+			errs = append(errs, fielderr.Forbidden(p.Child(key), "(set)", "not read with provider %s", l.Provider))
 		}
 	}
 	switch l.Provider {
 	case Azure:
 		if l.StorageAccount == "" {
-			errs = append(errs, check.Required(p.Child("storageAccount"), "required with provider azure: the storage account holding the container"))
+			errs = append(errs, fielderr.Required(p.Child("storageAccount"), "required with provider azure: the storage account holding the container"))
 		}
 		if l.ResourceGroup == "" {
-			errs = append(errs, check.Required(p.Child("resourceGroup"), "required with provider azure: the storage account's resource group"))
+			errs = append(errs, fielderr.Required(p.Child("resourceGroup"), "required with provider azure: the storage account's resource group"))
 		}
 		if l.ClientID != "" && !install {
-			errs = append(errs, check.Forbidden(p.Child("clientId"), l.ClientID, "the identity of the Velero the program installs: set install: true, or give the cluster's Velero its identity"))
+			errs = append(errs, fielderr.Forbidden(p.Child("clientId"), l.ClientID, "the identity of the Velero the program installs: set install: true, or give the cluster's Velero its identity"))
 		}
 		forbid("s3Url", l.S3URL != "")
 		forbid("region", l.Region != "")
@@ -176,13 +176,13 @@ func (l *Location) validate(p *field.Path, install bool) field.ErrorList {
 		forbid("secretKey", l.SecretKey != "")
 	case AWS:
 		if u, err := url.Parse(l.S3URL); l.S3URL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			errs = append(errs, check.Invalid(p.Child("s3Url"), l.S3URL, "required with provider aws: the S3 endpoint, e.g. https://s3.natron-cloud.example"))
+			errs = append(errs, fielderr.Invalid(p.Child("s3Url"), l.S3URL, "required with provider aws: the S3 endpoint, e.g. https://s3.natron-cloud.example"))
 		}
 		if l.AccessKey == "" {
-			errs = append(errs, check.Required(p.Child("accessKey"), "required with provider aws, as a secret (pulumi config set --secret)"))
+			errs = append(errs, fielderr.Required(p.Child("accessKey"), "required with provider aws, as a secret (pulumi config set --secret)"))
 		}
 		if l.SecretKey == "" {
-			errs = append(errs, check.Required(p.Child("secretKey"), "required with provider aws, as a secret (pulumi config set --secret)"))
+			errs = append(errs, fielderr.Required(p.Child("secretKey"), "required with provider aws, as a secret (pulumi config set --secret)"))
 		}
 		forbid("storageAccount", l.StorageAccount != "")
 		forbid("resourceGroup", l.ResourceGroup != "")

@@ -9,9 +9,9 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/plain"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
-	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/plain"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/secret"
 )
 
 // BackupsType is the component's type token.

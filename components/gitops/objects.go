@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/secret"
 )
 
 // Layer is a folder of a rendered tree, applied in order: what a layer

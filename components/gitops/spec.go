@@ -14,7 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
 )
 
 // Tools.
@@ -111,34 +111,34 @@ func (s Spec) Validate(p *field.Path, rendering bool) field.ErrorList {
 	}
 	var errs field.ErrorList
 	if !rendering {
-		errs = append(errs, check.Forbidden(p, "(set)", "GitOps delivery syncs the rendered files: set renderDir too"))
+		errs = append(errs, fielderr.Forbidden(p, "(set)", "GitOps delivery syncs the rendered files: set renderDir too"))
 	}
 	if s.Tool != "" {
-		errs = append(errs, check.OneOf(p.Child("tool"), s.Tool, Tools)...)
+		errs = append(errs, fielderr.OneOf(p.Child("tool"), s.Tool, Tools)...)
 	}
 	if u, err := url.Parse(s.RepoURL); s.RepoURL == "" || err != nil || !slices.Contains([]string{"https", "http", "ssh"}, u.Scheme) || u.Host == "" {
-		errs = append(errs, check.Invalid(p.Child("repoURL"), s.RepoURL, "required: the platform repository, an https:// or ssh:// URL"))
+		errs = append(errs, fielderr.Invalid(p.Child("repoURL"), s.RepoURL, "required: the platform repository, an https:// or ssh:// URL"))
 	}
 	if s.Path == "" || strings.HasPrefix(s.Path, "/") || strings.Contains(s.Path, "..") {
-		errs = append(errs, check.Invalid(p.Child("path"), s.Path, "required: the folder of the platform repository the render is published to, relative, e.g. clusters/acme/gpu"))
+		errs = append(errs, fielderr.Invalid(p.Child("path"), s.Path, "required: the folder of the platform repository the render is published to, relative, e.g. clusters/acme/gpu"))
 	}
-	if s.Namespace != "" && !check.DNSLabel(s.Namespace) {
-		errs = append(errs, check.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
+	if s.Namespace != "" && !fielderr.DNSLabel(s.Namespace) {
+		errs = append(errs, fielderr.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
 	}
 	flux := s.Tool == Flux
 	if flux {
 		for key, v := range map[string]string{"interval": s.Interval, "timeout": s.Timeout} {
 			if v != "" && !fluxDuration.MatchString(v) {
-				errs = append(errs, check.Invalid(p.Child(key), v, "must be a Flux duration such as 5m (units ms, s, m, h)"))
+				errs = append(errs, fielderr.Invalid(p.Child(key), v, "must be a Flux duration such as 5m (units ms, s, m, h)"))
 			}
 		}
 		if s.Project != "" {
-			errs = append(errs, check.Forbidden(p.Child("project"), s.Project, "an Argo CD project: not read with tool flux"))
+			errs = append(errs, fielderr.Forbidden(p.Child("project"), s.Project, "an Argo CD project: not read with tool flux"))
 		}
 	} else {
 		for key, v := range map[string]string{"interval": s.Interval, "timeout": s.Timeout, "credentialsSecret": s.CredentialsSecret} {
 			if v != "" {
-				errs = append(errs, check.Forbidden(p.Child(key), v, "read with tool flux only"))
+				errs = append(errs, fielderr.Forbidden(p.Child(key), v, "read with tool flux only"))
 			}
 		}
 	}
@@ -146,25 +146,25 @@ func (s Spec) Validate(p *field.Path, rendering bool) field.ErrorList {
 		if v == "" || (!flux && strings.HasPrefix(v, "https://")) {
 			continue
 		}
-		if !check.DNSSubdomain(v) {
+		if !fielderr.DNSSubdomain(v) {
 			what := "a Secret's name in Flux's namespace"
 			if !flux && key != "credentialsSecret" {
 				what = "an Argo CD cluster's name or an https:// API server URL"
 			}
-			errs = append(errs, check.Invalid(p.Child(key), v, "must be %s", what))
+			errs = append(errs, fielderr.Invalid(p.Child(key), v, "must be %s", what))
 		}
 	}
 	if e := s.ExternalSecrets; e != nil {
 		ep := p.Child("externalSecrets")
-		if e.Store == "" || !check.DNSSubdomain(e.Store) {
-			errs = append(errs, check.Invalid(ep.Child("store"), e.Store, "required: the name of the platform's SecretStore or ClusterSecretStore"))
+		if e.Store == "" || !fielderr.DNSSubdomain(e.Store) {
+			errs = append(errs, fielderr.Invalid(ep.Child("store"), e.Store, "required: the name of the platform's SecretStore or ClusterSecretStore"))
 		}
 		if e.StoreKind != "" {
-			errs = append(errs, check.OneOf(ep.Child("storeKind"), e.StoreKind, StoreKinds)...)
+			errs = append(errs, fielderr.OneOf(ep.Child("storeKind"), e.StoreKind, StoreKinds)...)
 		}
 		if e.RefreshInterval != "" {
 			if _, err := time.ParseDuration(e.RefreshInterval); err != nil {
-				errs = append(errs, check.Invalid(ep.Child("refreshInterval"), e.RefreshInterval, "must be a duration such as 1h"))
+				errs = append(errs, fielderr.Invalid(ep.Child("refreshInterval"), e.RefreshInterval, "must be a duration such as 1h"))
 			}
 		}
 	}

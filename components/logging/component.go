@@ -8,8 +8,8 @@ import (
 	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
 
 // LogCollectorType is the component's type token.
@@ -19,7 +19,7 @@ const LogCollectorType = "gpu-node-pools:logging:LogCollector"
 type Args struct {
 	// Spec is the defaulted logging block, with install set.
 	Spec     Spec
-	Pools    []gpupool.Pool
+	Pools    []gpupool.Facts
 	ChartDir string
 	// SkipAwait applies the chart without waiting for its pods.
 	SkipAwait bool

@@ -12,10 +12,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/check"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/helm"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
 
 // Spec is the logging block (gpu-node-pools:logging).
@@ -45,17 +45,17 @@ const DefaultNamespace = "logging"
 // Validate checks the block as written.
 func (s Spec) Validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if s.Namespace != "" && !check.DNSLabel(s.Namespace) {
-		errs = append(errs, check.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
+	if s.Namespace != "" && !fielderr.DNSLabel(s.Namespace) {
+		errs = append(errs, fielderr.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
 	}
 	if s.Install {
 		u, err := url.Parse(s.LokiURL)
 		if s.LokiURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, check.Invalid(p.Child("lokiUrl"), s.LokiURL,
+			errs = append(errs, fielderr.Invalid(p.Child("lokiUrl"), s.LokiURL,
 				"required with install: the http(s) push URL of the cluster's Loki, e.g. http://loki-gateway.loki.svc/loki/api/v1/push"))
 		}
 	} else if s.LokiURL != "" || len(s.Values) > 0 {
-		errs = append(errs, check.Forbidden(p.Child("install"), s.Install, "lokiUrl and values configure the Alloy the program installs: set install: true, or leave them out"))
+		errs = append(errs, fielderr.Forbidden(p.Child("install"), s.Install, "lokiUrl and values configure the Alloy the program installs: set install: true, or leave them out"))
 	}
 	return append(errs, s.Chart.Validate(p.Child("chart"), AlloyChart.Version)...)
 }
@@ -72,7 +72,7 @@ func (s Spec) Defaults() Spec {
 // Tolerations are what a node-level log collector needs to run on every
 // node of the pools: each pool's taints (the GPU taint, and the spot taint
 // on spot pools), once each.
-func Tolerations(pools []gpupool.Pool) []gpupool.Toleration {
+func Tolerations(pools []gpupool.Facts) []gpupool.Toleration {
 	var out []gpupool.Toleration
 	for _, p := range pools {
 		for _, t := range p.Tolerations {
@@ -135,7 +135,7 @@ loki.write "default" {
 // Release is the Alloy chart's release: a DaemonSet that tolerates the
 // pools' taints, restricted (non-root, read-only root, a scratch volume
 // for its storage path), with requests and limits, on the node's name.
-func Release(s Spec, pools []gpupool.Pool, chartDir string) helm.Release {
+func Release(s Spec, pools []gpupool.Facts, chartDir string) helm.Release {
 	tolerations := make([]any, 0)
 	for _, t := range Tolerations(pools) {
 		tolerations = append(tolerations, map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect})

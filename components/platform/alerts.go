@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/natron/gpu-node-pools/components/kube"
+	"github.com/natron/gpu-node-pools/internal/kube"
 )
 
 // Rule is one alerting rule of the PrometheusRule.

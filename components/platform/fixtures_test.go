@@ -3,16 +3,16 @@ package platform_test
 import (
 	"testing"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
 
 // aksLayer is a defaulted AKS layer over pools like a production stack's:
 // an on-demand A100 pool, a spot H100 pool, an ND A100 pool split with
 // MIG3g and an 8-GPU H100 pool.
-func aksLayer(t *testing.T) (platform.Spec, []gpupool.Pool) {
+func aksLayer(t *testing.T) (platform.Spec, []gpupool.Facts) {
 	t.Helper()
 	return platform.Spec{}.Defaults(platform.DevicePlugin), pooltest.Facts(t, catalog.Azure,
 		gpupool.Spec{Name: "a100", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 4},
@@ -25,7 +25,7 @@ func aksLayer(t *testing.T) (platform.Spec, []gpupool.Pool) {
 // bareMetalLayer is a defaulted bare-metal layer (the GPU operator) over
 // an inference pool, a training pool split with MIG3g and a notebook pool
 // that time-slices each GPU four ways.
-func bareMetalLayer(t *testing.T) (platform.Spec, []gpupool.Pool) {
+func bareMetalLayer(t *testing.T) (platform.Spec, []gpupool.Facts) {
 	t.Helper()
 	return platform.Spec{}.Defaults(platform.GPUOperator), pooltest.Facts(t, catalog.BareMetal,
 		gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 4},

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 )
 
@@ -48,7 +48,7 @@ func TestChartImagesArePulled(t *testing.T) {
 	checked := 0
 	for _, layer := range []struct {
 		spec  platform.Spec
-		pools []gpupool.Pool
+		pools []gpupool.Facts
 	}{{aks, aksPools}, {metal, metalPools}} {
 		for _, r := range platform.Releases(layer.spec, layer.pools) {
 			objs := render(t, r)

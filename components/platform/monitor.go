@@ -1,6 +1,6 @@
 package platform
 
-import "github.com/natron/gpu-node-pools/components/kube"
+import "github.com/natron/gpu-node-pools/internal/kube"
 
 // DCGMExporterServiceMonitor scrapes the dcgm-exporter chart's Service.
 func DCGMExporterServiceMonitor(s Spec) map[string]any {

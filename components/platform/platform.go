@@ -9,11 +9,11 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/helm"
-	"github.com/natron/gpu-node-pools/components/kube"
-	"github.com/natron/gpu-node-pools/components/plain"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/plain"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
 
 // GPUPlatformType is the component's type token.
@@ -24,7 +24,7 @@ type Args struct {
 	// Spec is the defaulted layer from the stack's plan.
 	Spec Spec
 	// Pools are the facts of every GPU pool of the stack.
-	Pools []gpupool.Pool
+	Pools []gpupool.Facts
 	// Workload is the provider of the cluster the GPUs join.
 	Workload *kubernetes.Provider
 }
@@ -38,8 +38,8 @@ type GPUPlatform struct {
 }
 
 // Releases are the Helm releases of a defaulted spec, with their values.
-func Releases(s Spec, pools []gpupool.Pool) []helm.Release {
-	values := map[string]func(Spec, []gpupool.Pool) map[string]any{
+func Releases(s Spec, pools []gpupool.Facts) []helm.Release {
+	values := map[string]func(Spec, []gpupool.Facts) map[string]any{
 		GPUOperatorChart.Name:  GPUOperatorValues,
 		DevicePluginChart.Name: DevicePluginValues,
 		DCGMExporterChart.Name: DCGMExporterValues,

@@ -8,7 +8,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/internal/helm"
 )
 
 // GPUStack says who provides the GPU plumbing on the nodes.

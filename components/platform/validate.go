@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
 )
 
 // Validate checks the block as written, before defaults. Whether the
@@ -13,13 +13,13 @@ import (
 func (s Spec) Validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if s.GPUStack != "" {
-		errs = append(errs, check.OneOf(p.Child("gpuStack"), s.GPUStack, GPUStacks)...)
+		errs = append(errs, fielderr.OneOf(p.Child("gpuStack"), s.GPUStack, GPUStacks)...)
 	}
 	if s.NFD != "" {
-		errs = append(errs, check.OneOf(p.Child("nfd"), s.NFD, NFDModes)...)
+		errs = append(errs, fielderr.OneOf(p.Child("nfd"), s.NFD, NFDModes)...)
 	}
-	if s.Namespace != "" && !check.DNSLabel(s.Namespace) {
-		errs = append(errs, check.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
+	if s.Namespace != "" && !fielderr.DNSLabel(s.Namespace) {
+		errs = append(errs, fielderr.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
 	}
 	charts := p.Child("charts")
 	// one example version for all three: the message is about the form
@@ -28,8 +28,8 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 	errs = append(errs, s.Charts.GPUOperator.Validate(charts.Child("gpuOperator"), DevicePluginChart.Version)...)
 
 	m, mp := s.Monitoring, p.Child("monitoring")
-	errs = append(errs, check.Labels(mp.Child("serviceMonitorLabels"), m.ServiceMonitorLabels, nil, nil)...)
-	errs = append(errs, check.Labels(mp.Child("ruleLabels"), m.RuleLabels, nil, nil)...)
+	errs = append(errs, fielderr.Labels(mp.Child("serviceMonitorLabels"), m.ServiceMonitorLabels, nil, nil)...)
+	errs = append(errs, fielderr.Labels(mp.Child("ruleLabels"), m.RuleLabels, nil, nil)...)
 	errs = append(errs, duration(mp.Child("scrapeInterval"), m.ScrapeInterval, "15s")...)
 
 	a, ap := s.Alerts, p.Child("alerts")
@@ -44,14 +44,14 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 		value float64
 	}{{"idleUtilizationPercent", a.IdleUtilizationPercent}, {"memoryUsedPercent", a.MemoryUsedPercent}} {
 		if pc.value < 0 || pc.value > 100 {
-			errs = append(errs, check.Invalid(ap.Child(pc.key), pc.value, "must be a percentage between 0 and 100"))
+			errs = append(errs, fielderr.Invalid(ap.Child(pc.key), pc.value, "must be a percentage between 0 and 100"))
 		}
 	}
 	if a.LatencyP99Seconds < 0 {
-		errs = append(errs, check.Invalid(ap.Child("latencyP99Seconds"), a.LatencyP99Seconds, "must be > 0 seconds"))
+		errs = append(errs, fielderr.Invalid(ap.Child("latencyP99Seconds"), a.LatencyP99Seconds, "must be > 0 seconds"))
 	}
 	if t := a.TemperatureCelsius; t != 0 && (t < 40 || t > 110) {
-		errs = append(errs, check.Invalid(ap.Child("temperatureCelsius"), t, "must be between 40 and 110 °C"))
+		errs = append(errs, fielderr.Invalid(ap.Child("temperatureCelsius"), t, "must be between 40 and 110 °C"))
 	}
 	return errs
 }
@@ -63,7 +63,7 @@ func duration(p *field.Path, v, example string) field.ErrorList {
 		return nil
 	}
 	if d, err := model.ParseDuration(v); err != nil || d <= 0 {
-		return field.ErrorList{check.Invalid(p, v, "must be a Prometheus duration such as %s", example)}
+		return field.ErrorList{fielderr.Invalid(p, v, "must be a Prometheus duration such as %s", example)}
 	}
 	return nil
 }
@@ -72,7 +72,7 @@ func duration(p *field.Path, v, example string) field.ErrorList {
 // stack needs no feature discovery (the pools label their nodes).
 func CheckNFD(p *field.Path, stack GPUStack, nfd string) field.ErrorList {
 	if nfd != "" && stack != GPUOperator {
-		return field.ErrorList{check.Forbidden(p, nfd, "only with gpuStack gpu-operator, which recognises GPU nodes by node-feature-discovery's labels")}
+		return field.ErrorList{fielderr.Forbidden(p, nfd, "only with gpuStack gpu-operator, which recognises GPU nodes by node-feature-discovery's labels")}
 	}
 	return nil
 }

@@ -5,8 +5,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
 )
 
 // toleration is core/v1 Toleration as Helm values (value omitted for Exists).
@@ -48,9 +48,9 @@ const DevicePluginConfigMap = "gpu-node-pools-device-plugin"
 
 // Tolerations are what every GPU DaemonSet needs: the GPU taint whatever
 // its value, and AKS's spot taint when a spot pool exists.
-func Tolerations(pools []gpupool.Pool) []toleration {
+func Tolerations(pools []gpupool.Facts) []toleration {
 	t := []toleration{{Key: gpupool.GPUTaintKey, Operator: "Exists", Effect: gpupool.GPUTaintEffect}}
-	if slices.ContainsFunc(pools, func(p gpupool.Pool) bool { return p.Spot }) {
+	if slices.ContainsFunc(pools, func(p gpupool.Facts) bool { return p.Spot }) {
 		s := gpupool.SpotToleration
 		t = append(t, toleration{Key: s.Key, Operator: s.Operator, Value: s.Value, Effect: s.Effect})
 	}
@@ -65,7 +65,7 @@ const (
 )
 
 // hasMIG reports whether a pool is split with MIG.
-func hasMIG(p gpupool.Pool) bool { return p.MIGProfile != "" }
+func hasMIG(p gpupool.Facts) bool { return p.MIGProfile != "" }
 
 // devicePluginConfigs is the device plugin's config map: "default" for
 // every node without a config of its own, plus the entry each MIG or
@@ -75,7 +75,7 @@ func hasMIG(p gpupool.Pool) bool { return p.MIGProfile != "" }
 // are nvidia.com/gpu, the resource its pods request; no global strategy
 // (which would turn mixed with two MIG profiles and rename every instance
 // nvidia.com/mig-<profile>) is set.
-func devicePluginConfigs(pools []gpupool.Pool) map[string]string {
+func devicePluginConfigs(pools []gpupool.Facts) map[string]string {
 	entry := func(strategy string, replicas int) string {
 		c := map[string]any{"version": "v1", "flags": map[string]any{"migStrategy": strategy}}
 		if replicas > 1 {
@@ -124,7 +124,7 @@ type devicePluginValues struct {
 
 // DevicePluginValues are the nvidia-device-plugin chart's values for a
 // validated, defaulted spec.
-func DevicePluginValues(s Spec, pools []gpupool.Pool) map[string]any {
+func DevicePluginValues(s Spec, pools []gpupool.Facts) map[string]any {
 	v := devicePluginValues{
 		NodeSelector: gpuNodeSelector,
 		Tolerations:  Tolerations(pools),
@@ -137,7 +137,7 @@ func DevicePluginValues(s Spec, pools []gpupool.Pool) map[string]any {
 	// unset: as MIG_STRATEGY it would override every node's config
 	// (api/config/v1/config.go, NewConfig: flags and environment before the
 	// config file).
-	if slices.ContainsFunc(pools, func(p gpupool.Pool) bool { return p.DevicePluginConfig != "" }) {
+	if slices.ContainsFunc(pools, func(p gpupool.Facts) bool { return p.DevicePluginConfig != "" }) {
 		v.Config = &devicePluginConfig{Map: devicePluginConfigs(pools), Default: "default"}
 	}
 	return helm.Merge(helm.Values(v), s.Values.DevicePlugin)
@@ -155,7 +155,7 @@ type dcgmExporterValues struct {
 
 // DCGMExporterValues are the dcgm-exporter chart's values. Its
 // ServiceMonitor is the program's own (DCGMExporterServiceMonitor).
-func DCGMExporterValues(s Spec, pools []gpupool.Pool) map[string]any {
+func DCGMExporterValues(s Spec, pools []gpupool.Facts) map[string]any {
 	return helm.Merge(helm.Values(dcgmExporterValues{
 		NodeSelector:   gpuNodeSelector,
 		Tolerations:    Tolerations(pools),
@@ -238,7 +238,7 @@ var (
 
 // GPUOperatorValues are the gpu-operator chart's values: driver and toolkit
 // managed by the operator, its own device plugin and DCGM exporter.
-func GPUOperatorValues(s Spec, pools []gpupool.Pool) map[string]any {
+func GPUOperatorValues(s Spec, pools []gpupool.Facts) map[string]any {
 	on := true
 	agent := func(r resources) operand { return operand{Resources: &r} }
 	var v gpuOperatorValues

@@ -5,9 +5,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
 )
 
 // Each MIG pool's nodes select a config of their own with the single
@@ -15,14 +15,14 @@ import (
 // their GPUs; everything else runs the default.
 func TestDevicePluginConfigs(t *testing.T) {
 	t.Parallel()
-	p := func(name, profile string, slicing int) gpupool.Pool {
-		f := gpupool.Pool{Name: name, MIGProfile: catalog.MIGProfile(profile), TimeSlicing: slicing}
+	p := func(name, profile string, slicing int) gpupool.Facts {
+		f := gpupool.Facts{Name: name, MIGProfile: catalog.MIGProfile(profile), TimeSlicing: slicing}
 		if profile != "" || slicing > 1 {
 			f.DevicePluginConfig = name
 		}
 		return f
 	}
-	got := devicePluginConfigs([]gpupool.Pool{p("plain", "", 0), p("mig3", "MIG3g", 0), p("mig1", "MIG1g", 0), p("shared", "", 4)})
+	got := devicePluginConfigs([]gpupool.Facts{p("plain", "", 0), p("mig3", "MIG3g", 0), p("mig1", "MIG1g", 0), p("shared", "", 4)})
 	want := map[string]string{
 		"default": "flags:\n  migStrategy: none\nversion: v1\n",
 		"mig3":    "flags:\n  migStrategy: single\nversion: v1\n",
@@ -37,7 +37,7 @@ func TestDevicePluginConfigs(t *testing.T) {
 
 func TestDevicePluginValues(t *testing.T) {
 	t.Parallel()
-	pools := []gpupool.Pool{
+	pools := []gpupool.Facts{
 		{Name: "spot", Spot: true},
 		{Name: "mig", MIGProfile: "MIG2g", DevicePluginConfig: "mig"},
 		{Name: "shared", TimeSlicing: 4, DevicePluginConfig: "shared"},
@@ -88,7 +88,7 @@ func TestDCGMExporterValues(t *testing.T) {
 		// the metrics file with the XID count the XID alert reads
 		"customMetrics": DCGMMetrics,
 	}
-	if diff := cmp.Diff(want, DCGMExporterValues(s, []gpupool.Pool{{Name: "a"}})); diff != "" {
+	if diff := cmp.Diff(want, DCGMExporterValues(s, []gpupool.Facts{{Name: "a"}})); diff != "" {
 		t.Errorf("DCGMExporterValues mismatch (-want +got):\n%s", diff)
 	}
 	sm := DCGMExporterServiceMonitor(s)

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/kube"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/kube"
 )
 
 // Names of the ClusterPolicies and their rules, as Kyverno reports them.

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
 )
 
 // registryRe is a registry host (with a dot, a port or localhost) and an
@@ -18,7 +18,7 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	action := func(p *field.Path, a Action) {
 		if a != "" {
-			errs = append(errs, check.OneOf(p, a, Actions)...)
+			errs = append(errs, fielderr.OneOf(p, a, Actions)...)
 		}
 	}
 	action(p.Child("action"), s.Action)
@@ -28,7 +28,7 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 	action(p.Child("gpuTaint", "action"), s.GPUTaint.Action)
 	for i, r := range s.AllowedRegistries.Registries {
 		if !registryRe.MatchString(r) {
-			errs = append(errs, check.Invalid(p.Child("allowedRegistries", "registries").Index(i), r,
+			errs = append(errs, fielderr.Invalid(p.Child("allowedRegistries", "registries").Index(i), r,
 				"must be a registry host with an optional path, such as nvcr.io or docker.io/vllm (images without a host are docker.io's)"))
 		}
 	}
@@ -38,8 +38,8 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 		list []string
 	}{{"disallowPrivileged", s.DisallowPrivileged.ExemptNamespaces}, {"gpuTaint", s.GPUTaint.ExemptNamespaces}} {
 		for i, ns := range e.list {
-			if !check.DNSLabel(ns) {
-				errs = append(errs, check.Invalid(p.Child(e.name, "exemptNamespaces").Index(i), ns, "must be a namespace name (a DNS label)"))
+			if !fielderr.DNSLabel(ns) {
+				errs = append(errs, fielderr.Invalid(p.Child(e.name, "exemptNamespaces").Index(i), ns, "must be a namespace name (a DNS label)"))
 			}
 		}
 	}
@@ -63,7 +63,7 @@ func (r Resolved) CheckImages(p *field.Path, images []Image) field.ErrorList {
 	var errs field.ErrorList
 	for _, img := range images {
 		if !Allows(regs, img.Ref) {
-			errs = append(errs, check.Invalid(p, img.Ref, "must allow %s, which %s runs (allowed: %s)",
+			errs = append(errs, fielderr.Invalid(p, img.Ref, "must allow %s, which %s runs (allowed: %s)",
 				NormalizeImage(img.Ref), img.By, strings.Join(regs, ", ")))
 		}
 	}

@@ -3,8 +3,8 @@ package serving
 import (
 	"fmt"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/models"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/models"
 )
 
 // What a model gets when its config leaves a key out.
@@ -29,7 +29,7 @@ const (
 // memory; replicas from 1 to what the pool holds; 5 waiting requests per
 // replica before scaling out. estimatedFrom names the catalog model whose
 // shape stands in for a model given by size only, "" otherwise.
-func (m ModelSpec) WithDefaults(entry *models.Model, pool gpupool.Pool) (out ModelSpec, estimatedFrom string) {
+func (m ModelSpec) WithDefaults(entry *models.Card, pool gpupool.Facts) (out ModelSpec, estimatedFrom string) {
 	out = m
 	native := 0
 	if entry != nil {
@@ -87,7 +87,7 @@ func (m ModelSpec) WithDefaults(entry *models.Model, pool gpupool.Pool) (out Mod
 // smallestTP is the smallest tensor parallelism that holds want tokens,
 // else the smallest that holds MinDefaultContext (or want, if shorter),
 // else the largest there is (which Fit then reports).
-func smallestTP(m ModelSpec, pool gpupool.Pool, want int) int {
+func smallestTP(m ModelSpec, pool gpupool.Facts, want int) int {
 	tps := TensorParallels(m.Model(), pool)
 	for _, context := range []int{want, min(want, MinDefaultContext)} {
 		for _, tp := range tps {

@@ -5,16 +5,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/models"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/models"
 )
 
 // A model named from the catalog gets every other value from it and its
 // pool; values the config gives are kept.
 func TestWithDefaults(t *testing.T) {
 	t.Parallel()
-	entry := func(name string) *models.Model {
+	entry := func(name string) *models.Card {
 		m, ok := models.Known.Lookup(name)
 		if !ok {
 			t.Fatalf("no %s", name)
@@ -34,8 +34,8 @@ func TestWithDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		spec  ModelSpec
-		entry *models.Model
-		pool  gpupool.Pool
+		entry *models.Card
+		pool  gpupool.Facts
 		want  want
 	}{
 		{"8B on one A100: its native 128k context fits", ModelSpec{CatalogModel: "llama-3.1-8b"}, entry("llama-3.1-8b"), a100x1,

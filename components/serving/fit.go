@@ -12,10 +12,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/check"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/models"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/models"
 )
 
 // Model is what the fit check needs to know about a model.
@@ -54,9 +54,9 @@ func (m Model) Estimated() bool { return m.Shape.IsZero() }
 // KVShape is the model whose shape sizes the KV cache: m itself, or the
 // catalog model nearest its size (the documented estimate for a model
 // given by parametersB or weightsGB only).
-func (m Model) KVShape() models.Model {
+func (m Model) KVShape() models.Card {
 	if !m.Estimated() {
-		return models.Model{Name: m.Name, Shape: m.Shape}
+		return models.Card{Name: m.Name, Shape: m.Shape}
 	}
 	return models.Known.Nearest(m.SizeB())
 }
@@ -73,7 +73,7 @@ func (m Model) Weights() float64 {
 
 // Sharing is how a pool's GPU resources are shared, "" when each is a
 // whole GPU of its own.
-func Sharing(pool gpupool.Pool) string {
+func Sharing(pool gpupool.Facts) string {
 	switch {
 	case pool.MIGProfile != "":
 		return fmt.Sprintf("a MIG slice (%s): a CUDA process sees one MIG device", pool.MIGInstance)
@@ -86,7 +86,7 @@ func Sharing(pool gpupool.Pool) string {
 // TensorParallels are the tensor-parallel sizes model m can run with on
 // one node of pool: divisors of the node's GPUs that the model's heads
 // divide by, only 1 where GPUs are shared.
-func TensorParallels(m Model, pool gpupool.Pool) []int {
+func TensorParallels(m Model, pool gpupool.Facts) []int {
 	if Sharing(pool) != "" {
 		return []int{1}
 	}
@@ -103,36 +103,36 @@ func TensorParallels(m Model, pool gpupool.Pool) []int {
 // problem names the key to change and what would fit, on this pool or,
 // from others (the target's node shapes), on another. Nothing when the
 // model fits.
-func Fit(p *field.Path, m Model, pool gpupool.Pool, others ...catalog.SKU) field.ErrorList {
+func Fit(p *field.Path, m Model, pool gpupool.Facts, others ...catalog.SKU) field.ErrorList {
 	var out field.ErrorList
 	tp := m.TensorParallel
 	if msg := QuantizationMisfit(m.Quantization, pool.GPUModel, pool.ComputeCapability); msg != "" {
-		out = append(out, check.Invalid(p.Child("quantization"), m.Quantization, "%s", msg))
+		out = append(out, fielderr.Invalid(p.Child("quantization"), m.Quantization, "%s", msg))
 	}
 	divisors := divisorsOf(pool.GPUResourcesPerNode)
 	switch sharing := Sharing(pool); {
 	case tp > 1 && sharing != "":
 		// tensor parallelism needs tp distinct GPUs in one process group
-		return append(out, check.Invalid(p.Child("tensorParallel"), tp,
+		return append(out, fielderr.Invalid(p.Child("tensorParallel"), tp,
 			"must be 1 on pool %s, where each GPU resource is %s; use a pool of whole GPUs to shard a model", pool.Name, sharing))
 	case !slices.Contains(divisors, tp):
-		return append(out, check.Invalid(p.Child("tensorParallel"), tp,
+		return append(out, fielderr.Invalid(p.Child("tensorParallel"), tp,
 			"must divide the %d GPUs of one %s node (%v): a model's shards run on one node", pool.GPUResourcesPerNode, pool.Name, divisors))
 	}
 	if why := m.Shape.TensorParallelProblem(tp); why != "" {
-		return append(out, check.Invalid(p.Child("tensorParallel"), tp, "vLLM refuses it: %s; use one of %v", why, TensorParallels(m, pool)))
+		return append(out, fielderr.Invalid(p.Child("tensorParallel"), tp, "vLLM refuses it: %s; use one of %v", why, TensorParallels(m, pool)))
 	}
 	mem := Sizing(m, pool, tp)
 	switch {
 	case mem.KVTokens() < mem.NeededTokens:
 		out = append(out, memoryMisfit(p, m, pool, mem, others))
 	case mem.HeadroomGiB() < CUDAGraphGiB:
-		out = append(out, check.Invalid(p.Child("gpuMemoryUtilization"), m.GPUMemoryUtilization,
+		out = append(out, fielderr.Invalid(p.Child("gpuMemoryUtilization"), m.GPUMemoryUtilization,
 			"leaves %.2f GiB of each GPU above vLLM's budget, and its CUDA graphs take about %.1f GiB there; lower it to %.2f or less",
 			mem.HeadroomGiB(), CUDAGraphGiB, math.Floor((1-CUDAGraphGiB/mem.TotalGiB)*100)/100))
 	}
 	if gpus, have := m.MaxReplicas*tp, pool.MaxNodes*pool.GPUResourcesPerNode; gpus > have {
-		out = append(out, check.Invalid(p.Child("maxReplicas"), m.MaxReplicas,
+		out = append(out, fielderr.Invalid(p.Child("maxReplicas"), m.MaxReplicas,
 			"%d replicas × tensorParallel %d = %d GPUs, pool %s has at most %d nodes × %d GPUs = %d; lower maxReplicas to %d or raise the pool's maxNodes",
 			m.MaxReplicas, tp, gpus, pool.Name, pool.MaxNodes, pool.GPUResourcesPerNode, have, max(have/max(tp, 1), 0)))
 	}
@@ -142,7 +142,7 @@ func Fit(p *field.Path, m Model, pool gpupool.Pool, others ...catalog.SKU) field
 // memoryMisfit says by how much a model does not fit at its tensor
 // parallelism, and what would: a larger tensorParallel on this pool, a
 // shorter maxModelLen, or a node shape of the target that holds it.
-func memoryMisfit(p *field.Path, m Model, pool gpupool.Pool, mem Memory, others []catalog.SKU) *field.Error {
+func memoryMisfit(p *field.Path, m Model, pool gpupool.Facts, mem Memory, others []catalog.SKU) *field.Error {
 	tp := mem.TensorParallel
 	g := float64(tp)
 	need := fmt.Sprintf("%s at maxModelLen %d", m.Name, m.MaxModelLen)
@@ -153,7 +153,7 @@ func memoryMisfit(p *field.Path, m Model, pool gpupool.Pool, mem Memory, others 
 		g*mem.NeedGiB(), g*mem.WeightsGiB, g*mem.NeededKVGiB(), g*mem.ReserveGiB(), tp, pool.Name, tp, mem.TotalGiB, mem.Utilization, g*mem.BudgetGiB())
 	for _, t := range TensorParallels(m, pool) {
 		if t > tp && fitsAt(m, pool, t) {
-			return check.Invalid(p.Child("tensorParallel"), tp, "%s; tensorParallel %d fits", need, t)
+			return fielderr.Invalid(p.Child("tensorParallel"), tp, "%s; tensorParallel %d fits", need, t)
 		}
 	}
 	var advice []string
@@ -172,10 +172,10 @@ func memoryMisfit(p *field.Path, m Model, pool gpupool.Pool, mem Memory, others 
 	if mem.KVGiB() > 0 {
 		key = "maxModelLen" // the weights fit: the context does not
 	}
-	return check.Invalid(p.Child(key), map[string]int{"tensorParallel": tp, "maxModelLen": m.MaxModelLen}[key], "%s; %s", need, strings.Join(advice, ", or "))
+	return fielderr.Invalid(p.Child(key), map[string]int{"tensorParallel": tp, "maxModelLen": m.MaxModelLen}[key], "%s; %s", need, strings.Join(advice, ", or "))
 }
 
-func fitsAt(m Model, pool gpupool.Pool, tp int) bool { return Sizing(m, pool, tp).Fits() }
+func fitsAt(m Model, pool gpupool.Facts, tp int) bool { return Sizing(m, pool, tp).Fits() }
 
 // elsewhere is the node shape among others that holds the model with the
 // least GPU memory in use, and its tensor parallelism.

@@ -7,19 +7,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/models"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
 
-func pool(t *testing.T, target catalog.Target, sku string, maxNodes int, mig catalog.MIGProfile) gpupool.Pool {
+func pool(t *testing.T, target catalog.Target, sku string, maxNodes int, mig catalog.MIGProfile) gpupool.Facts {
 	t.Helper()
 	section := map[catalog.Target]catalog.Section{catalog.AKS: catalog.Azure, catalog.Natron: catalog.BareMetal}[target]
 	return pooltest.Resolved(t, section, gpupool.Spec{Name: "infer", SKU: sku, MaxNodes: maxNodes, MIGProfile: mig}).Facts
 }
 
-func timeSliced(t *testing.T, replicas int) gpupool.Pool {
+func timeSliced(t *testing.T, replicas int) gpupool.Facts {
 	t.Helper()
 	return pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "infer", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: replicas}).Facts
 }
@@ -63,14 +63,14 @@ func with(m Model, f func(*Model)) Model { f(&m); return m }
 // (a KV reserve of 10 % of the weights) are kept, with the exact figures.
 func TestFit(t *testing.T) {
 	t.Parallel()
-	h100x8 := func(maxNodes int) gpupool.Pool { return pool(t, catalog.Natron, "h100-80gb-x8", maxNodes, "") }
+	h100x8 := func(maxNodes int) gpupool.Facts { return pool(t, catalog.Natron, "h100-80gb-x8", maxNodes, "") }
 	a100x1 := pool(t, catalog.AKS, "Standard_NC24ads_A100_v4", 4, "")
 	nvl2 := pool(t, catalog.AKS, "Standard_NC80adis_H100_v5", 2, "")
 	azure := catalog.Azure.SKUs()
 	tests := []struct {
 		name   string
 		m      Model
-		pool   gpupool.Pool
+		pool   gpupool.Facts
 		others []catalog.SKU
 		field  string
 		want   string // "" = fits

@@ -3,7 +3,7 @@ package serving
 import (
 	"math"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
 )
 
 // vLLM's memory rule, at v0.11.0 (the pinned image): a worker may use
@@ -119,7 +119,7 @@ func (m Memory) MaxConcurrency(maxModelLen int) float64 {
 // ShareUtilization is the gpu_memory_utilization one replica runs with: a
 // time-sliced GPU's shares split the configured fraction, rounded down,
 // so that every share's vLLM finds its budget free.
-func ShareUtilization(util float64, pool gpupool.Pool) float64 {
+func ShareUtilization(util float64, pool gpupool.Facts) float64 {
 	if ts := pool.TimeSlicing; ts > 1 {
 		return math.Floor(util/float64(ts)*1000) / 1000
 	}
@@ -128,7 +128,7 @@ func ShareUtilization(util float64, pool gpupool.Pool) float64 {
 
 // Sizing is the memory of model m at tensor parallelism tp on one GPU
 // resource of pool.
-func Sizing(m Model, pool gpupool.Pool, tp int) Memory {
+func Sizing(m Model, pool gpupool.Facts, tp int) Memory {
 	tp = max(tp, 1)
 	nonTorch := NonTorchGiB
 	if tp > 1 {

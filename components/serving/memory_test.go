@@ -4,9 +4,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/models"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/models"
 )
 
 func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
@@ -27,7 +27,7 @@ func TestMemoryAgainstVLLMLogs(t *testing.T) {
 	llama8b := known(t, "llama-3.1-8b", 1)
 	for _, tc := range []struct {
 		name                         string
-		pool                         gpupool.Pool
+		pool                         gpupool.Facts
 		tp                           int
 		budget, weights, runtime, kv float64
 	}{
@@ -102,7 +102,7 @@ func TestFitAgreesWithKAITO(t *testing.T) {
 		name       string
 		weightsGiB float64
 		shape      models.Shape
-		pool       gpupool.Pool
+		pool       gpupool.Facts
 		kaito      int  // GPUs KAITO's test expects (0: refused)
 		fits       bool // ours, on one GPU
 	}{

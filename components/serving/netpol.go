@@ -192,7 +192,7 @@ func DownloadEgress(ns string, o Options, st Storage) map[string]any {
 
 // NetworkPolicies are the policies of the serving namespace besides each
 // model's own (NetworkPolicy).
-func (p Plan) NetworkPolicies() []map[string]any {
+func (p Resolved) NetworkPolicies() []map[string]any {
 	o := p.Options
 	ns := o.Namespace
 	out := []map[string]any{DefaultDeny(ns), AllowDNS(ns), ACMESolver(ns, o)}

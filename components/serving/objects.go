@@ -11,8 +11,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/components/backup"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
 
 // Names of the shared objects.
@@ -207,13 +207,13 @@ func modelIngress(ns, model, hostname string, backend map[string]any, readTimeou
 type Job struct {
 	BatchJobSpec
 	// Pool is the pool the job runs on.
-	Pool gpupool.Pool
+	Pool gpupool.Facts
 	// RuntimeClass is as for Engine.
 	RuntimeClass string
 }
 
 // NewJob is how the program runs a validated batch job on its pool.
-func NewJob(j BatchJobSpec, pool gpupool.Pool, runtimeClass string) Job {
+func NewJob(j BatchJobSpec, pool gpupool.Facts, runtimeClass string) Job {
 	j.DeadlineMinutes = cmp.Or(j.DeadlineMinutes, 240)
 	return Job{BatchJobSpec: j, Pool: pool, RuntimeClass: runtimeClass}
 }

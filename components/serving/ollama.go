@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/models"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/models"
 )
 
 // Runtimes serve a model: vLLM (the default) from weights in the stack's
@@ -248,7 +248,7 @@ type OllamaServer struct {
 	ContextLength, Parallel int
 	// Pool is the GPU pool, nil on CPU nodes (NodeSelector picks them,
 	// else any node without the GPU label).
-	Pool         *gpupool.Pool
+	Pool         *gpupool.Facts
 	NodeSelector map[string]string
 	Hostname     string
 	Image        string
@@ -303,7 +303,7 @@ func (o OllamaServer) Memory() OllamaMemory {
 // AvailableGiB is what one GPU resource of the pool gives an Ollama
 // replica: a MIG slice's memory, or a time-sliced share of the GPU's,
 // less what CUDA does not report.
-func OllamaAvailableGiB(pool gpupool.Pool) float64 {
+func OllamaAvailableGiB(pool gpupool.Facts) float64 {
 	return float64(pool.MemoryPerGPUResourceGB) - CUDAHiddenGiB/float64(max(pool.TimeSlicing, 1))
 }
 

@@ -8,14 +8,14 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/helm"
-	"github.com/natron/gpu-node-pools/components/plain"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/plain"
 )
 
 // serveOllama registers one Ollama model: its store, the proxy's
 // configuration, the chart (its Service pointed at the proxy), the
 // network policies and, with a hostname, the TLS ingress.
-func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Plan, srv OllamaServer, child, inNS []pulumi.ResourceOption) (ModelEndpoint, error) {
+func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Resolved, srv OllamaServer, child, inNS []pulumi.ResourceOption) (ModelEndpoint, error) {
 	o := plan.Options
 	ns := o.Namespace
 	prefix := name + "-" + srv.Name

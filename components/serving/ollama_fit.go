@@ -8,9 +8,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/check"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/models"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/models"
 )
 
 // validateOllama checks a model for runtime ollama as written: the source
@@ -23,11 +23,11 @@ func (m ModelSpec) validateOllama(p *field.Path) field.ErrorList {
 		if err != nil {
 			why = err.Error()
 		}
-		errs = append(errs, check.Invalid(p.Child("source"), m.Source, "must be an Ollama model such as llama3.2:3b or llama3.1:8b-instruct-q8_0: %s", why))
+		errs = append(errs, fielderr.Invalid(p.Child("source"), m.Source, "must be an Ollama model such as llama3.2:3b or llama3.1:8b-instruct-q8_0: %s", why))
 	}
 	if m.CatalogModel != "" {
 		if _, ok := models.Known.Lookup(m.CatalogModel); !ok {
-			errs = append(errs, check.NotSupported(p.Child("model"), m.CatalogModel, models.Known.Names()))
+			errs = append(errs, fielderr.NotSupported(p.Child("model"), m.CatalogModel, models.Known.Names()))
 		}
 	}
 	for _, k := range []struct {
@@ -35,7 +35,7 @@ func (m ModelSpec) validateOllama(p *field.Path) field.ErrorList {
 		v   float64
 	}{{"parametersB", m.ParametersB}, {"weightsGB", m.WeightsGB}} {
 		if k.v < 0 {
-			errs = append(errs, check.Invalid(p.Child(k.key), k.v, "must be > 0 (or left out: from the source's tag or model)"))
+			errs = append(errs, fielderr.Invalid(p.Child(k.key), k.v, "must be > 0 (or left out: from the source's tag or model)"))
 		}
 	}
 	vllmOnly := []struct {
@@ -49,23 +49,23 @@ func (m ModelSpec) validateOllama(p *field.Path) field.ErrorList {
 	}
 	for _, k := range vllmOnly {
 		if k.set {
-			errs = append(errs, check.Forbidden(p.Child(k.key), k.v, "is vLLM's; runtime ollama takes the quantization from the source's tag (such as llama3.1:8b-instruct-q8_0) and runs on one GPU resource"))
+			errs = append(errs, fielderr.Forbidden(p.Child(k.key), k.v, "is vLLM's; runtime ollama takes the quantization from the source's tag (such as llama3.1:8b-instruct-q8_0) and runs on one GPU resource"))
 		}
 	}
 	if m.MinReplicas != nil && *m.MinReplicas != 1 {
-		errs = append(errs, check.Invalid(p.Child("minReplicas"), *m.MinReplicas, "must be 1 (or left out) for runtime ollama: one replica owns its model store"))
+		errs = append(errs, fielderr.Invalid(p.Child("minReplicas"), *m.MinReplicas, "must be 1 (or left out) for runtime ollama: one replica owns its model store"))
 	}
 	if m.MaxReplicas > 1 {
-		errs = append(errs, check.Invalid(p.Child("maxReplicas"), m.MaxReplicas, "must be 1 (or left out) for runtime ollama: one replica owns its model store"))
+		errs = append(errs, fielderr.Invalid(p.Child("maxReplicas"), m.MaxReplicas, "must be 1 (or left out) for runtime ollama: one replica owns its model store"))
 	}
 	if m.MaxModelLen < 0 || m.MaxModelLen > 1<<20 {
-		errs = append(errs, check.Invalid(p.Child("maxModelLen"), m.MaxModelLen, "must be between 1 and %d tokens (or left out: %d), Ollama's context length", 1<<20, DefaultOllamaContext))
+		errs = append(errs, fielderr.Invalid(p.Child("maxModelLen"), m.MaxModelLen, "must be between 1 and %d tokens (or left out: %d), Ollama's context length", 1<<20, DefaultOllamaContext))
 	}
 	if m.Concurrency < 0 {
-		errs = append(errs, check.Invalid(p.Child("concurrency"), m.Concurrency, "must be >= 1 parallel request (or left out: %d)", DefaultOllamaParallel))
+		errs = append(errs, fielderr.Invalid(p.Child("concurrency"), m.Concurrency, "must be >= 1 parallel request (or left out: %d)", DefaultOllamaParallel))
 	}
 	if m.Pool != "" && len(m.NodeSelector) > 0 {
-		errs = append(errs, check.Forbidden(p.Child("nodeSelector"), m.NodeSelector, "picks CPU nodes, for a model without pool; a GPU pool places the model itself"))
+		errs = append(errs, fielderr.Forbidden(p.Child("nodeSelector"), m.NodeSelector, "picks CPU nodes, for a model without pool; a GPU pool places the model itself"))
 	}
 	return append(errs, m.validateHostname(p)...)
 }
@@ -74,7 +74,7 @@ func (m ModelSpec) validateOllama(p *field.Path) field.ErrorList {
 // on pool (nil for CPU nodes), sized from its catalog model (given, or
 // the one the library reference pulls), else from parametersB or the
 // size its tag names; sized is false when nothing does (OllamaSizeProblem).
-func NewOllamaServer(m ModelSpec, pool *gpupool.Pool, o Options, runtimeClass string) (s OllamaServer, sized bool) {
+func NewOllamaServer(m ModelSpec, pool *gpupool.Facts, o Options, runtimeClass string) (s OllamaServer, sized bool) {
 	ref, _ := ParseOllamaRef(m.Source)
 	s = OllamaServer{
 		Name: m.Name, Ref: ref, Quantization: ref.Quantization(), WeightsGB: m.WeightsGB,
@@ -97,7 +97,7 @@ func NewOllamaServer(m ModelSpec, pool *gpupool.Pool, o Options, runtimeClass st
 
 // OllamaSizeProblem says, at the model's path p, that nothing sizes it.
 func OllamaSizeProblem(p *field.Path, source string) *field.Error {
-	return check.Invalid(p.Child("source"), source, "names no size the program knows (no catalog model, no <n>b in its tag): set model (%s), parametersB or weightsGB",
+	return fielderr.Invalid(p.Child("source"), source, "names no size the program knows (no catalog model, no <n>b in its tag): set model (%s), parametersB or weightsGB",
 		strings.Join(models.Known.Names(), ", "))
 }
 
@@ -118,7 +118,7 @@ func OllamaFit(p *field.Path, o OllamaServer) field.ErrorList {
 	if s := Sharing(*o.Pool); s != "" {
 		what = s
 	}
-	return field.ErrorList{check.Invalid(p.Child("pool"), o.Pool.Name,
+	return field.ErrorList{fielderr.Invalid(p.Child("pool"), o.Pool.Name,
 		"does not hold %s (%s): it needs %.1f GiB (the %s file %.1f GiB, KV cache for %d tokens × %d parallel %.1f GiB, runtime %.1f GiB) and one GPU resource of pool %s is %s with %.1f GiB; pick a smaller tag (fewer parameters, or a lower quantization such as q4_K_M), a shorter maxModelLen, or a pool with more memory per GPU resource",
 		o.Name, o.Ref.Short(), m.NeedGiB(), o.Quantization, m.WeightsGiB, o.ContextLength, o.Parallel, m.KVGiB, m.RuntimeGiB, o.Pool.Name, what, have)}
 }

@@ -14,12 +14,12 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/helm"
-	"github.com/natron/gpu-node-pools/components/plain"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/plain"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/testkit/fieldtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
@@ -99,9 +99,9 @@ func TestOllamaWeightsAgainstTheLibrary(t *testing.T) {
 	}
 }
 
-func ollamaPools(t *testing.T) map[string]gpupool.Pool {
+func ollamaPools(t *testing.T) map[string]gpupool.Facts {
 	t.Helper()
-	out := map[string]gpupool.Pool{}
+	out := map[string]gpupool.Facts{}
 	for _, p := range pooltest.Facts(t, catalog.BareMetal,
 		gpupool.Spec{Name: "slices", SKU: "a100-80gb-x8", MaxNodes: 1, MIGProfile: "MIG1g"},
 		gpupool.Spec{Name: "shared", SKU: "a100-80gb-x4", MaxNodes: 1, TimeSlicing: 4},
@@ -130,7 +130,7 @@ func TestOllamaFit(t *testing.T) {
 		{"70b on a whole H100", "llama3.3:70b", "whole", 8192, nil},
 		{"on CPU nodes nothing is refused", "llama3.1:70b", "", 0, nil},
 	} {
-		var pool *gpupool.Pool
+		var pool *gpupool.Facts
 		if tc.pool != "" {
 			pp := pools[tc.pool]
 			pool = &pp
@@ -176,7 +176,7 @@ func TestOllamaValidate(t *testing.T) {
 
 func ollamaServer(t *testing.T, pool string) serving.OllamaServer {
 	t.Helper()
-	var pp *gpupool.Pool
+	var pp *gpupool.Facts
 	if pool != "" {
 		p := ollamaPools(t)[pool]
 		pp = &p

@@ -8,7 +8,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/internal/helm"
 )
 
 // The KEDA HTTP add-on (chart keda-add-ons-http, installed with KEDA in its

@@ -3,7 +3,7 @@ package serving
 import (
 	"fmt"
 
-	"github.com/natron/gpu-node-pools/components/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
 
 // GPUs work for the non-root user: the NVIDIA container toolkit injects

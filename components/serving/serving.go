@@ -13,19 +13,19 @@ import (
 	"github.com/pulumi/pulumi-random/sdk/v4/go/random"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/helm"
-	"github.com/natron/gpu-node-pools/components/kube"
-	"github.com/natron/gpu-node-pools/components/plain"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
-	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/plain"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/secret"
 )
 
 // ModelServingType is the component's type token.
 const ModelServingType = kube.Project + ":serving:ModelServing"
 
-// Plan is model serving as the stack's plan decided it: plain data.
-type Plan struct {
+// Resolved is model serving as the stack's plan decided it: plain data.
+type Resolved struct {
 	// Options are defaulted; their APIKey, when set, is the models' key
 	// (else one is generated).
 	Options Options
@@ -51,13 +51,13 @@ type Plan struct {
 // cluster runs its own. Rendered without a cluster, Helm assumes Kubernetes
 // v1.20, which the KEDA chart refuses: GitOps installs bring KEDA through
 // their pipeline.
-func (p Plan) InstallsKEDA() bool {
+func (p Resolved) InstallsKEDA() bool {
 	return p.Options.InstallKEDA != nil && *p.Options.InstallKEDA && len(p.Engines) > 0 && !p.Rendering
 }
 
 // InstallsHTTPAddOn is whether KEDA's HTTP add-on comes with it: for
 // models that scale from zero.
-func (p Plan) InstallsHTTPAddOn() bool {
+func (p Resolved) InstallsHTTPAddOn() bool {
 	return p.InstallsKEDA() && slices.ContainsFunc(p.Engines, Engine.ScalesFromZero)
 }
 
@@ -72,7 +72,7 @@ type Namespace struct {
 
 // Namespaces are the namespaces model serving creates: the models', the
 // batch jobs' and KEDA's when the program installs it.
-func (p Plan) Namespaces() []Namespace {
+func (p Resolved) Namespaces() []Namespace {
 	o := p.Options
 	out := []Namespace{{Role: podsecurity.Serving, Name: o.Namespace, Suffix: "-namespace"}}
 	if len(p.Jobs) > 0 {
@@ -88,7 +88,7 @@ func (p Plan) Namespaces() []Namespace {
 }
 
 // Charts are the charts model serving installs.
-func (p Plan) Charts() []helm.Chart {
+func (p Resolved) Charts() []helm.Chart {
 	var out []helm.Chart
 	if len(p.Engines) > 0 {
 		out = append(out, p.Options.Charts.VLLMStack)
@@ -107,7 +107,7 @@ func (p Plan) Charts() []helm.Chart {
 
 // Args configures model serving and batch work.
 type Args struct {
-	Plan     Plan
+	Plan     Resolved
 	Workload *kubernetes.Provider
 }
 
@@ -157,7 +157,7 @@ func (e Engine) Sizing() map[string]any {
 
 // NewEngine is how the program serves a validated model on its pool with
 // defaulted options: the values every release and ScaledObject come from.
-func NewEngine(m ModelSpec, pool gpupool.Pool, o Options, serviceMonitorLabels map[string]string, runtimeClass string) Engine {
+func NewEngine(m ModelSpec, pool gpupool.Facts, o Options, serviceMonitorLabels map[string]string, runtimeClass string) Engine {
 	return Engine{
 		Model: m.Model(), Source: m.Source, Hostname: m.Hostname, Pool: pool, MaxModelLen: m.MaxModelLen, MinReplicas: m.Replicas(),
 		QueueDepthTarget: m.QueueDepthTarget, Image: o.Image,

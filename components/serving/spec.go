@@ -3,9 +3,9 @@ package serving
 import (
 	"cmp"
 
-	"github.com/natron/gpu-node-pools/components/helm"
-	"github.com/natron/gpu-node-pools/components/models"
-	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/models"
+	"github.com/natron/gpu-node-pools/internal/secret"
 )
 
 // ModelSpec is one model as written in config (gpu-node-pools:models[i]).

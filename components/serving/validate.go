@@ -13,8 +13,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/check"
-	"github.com/natron/gpu-node-pools/components/models"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
+	"github.com/natron/gpu-node-pools/internal/models"
 )
 
 // Name limits: the chart names a model's Service vllm-<m>-<m>-engine-service
@@ -27,26 +27,26 @@ const (
 // Validate checks the storage block.
 func (s *Storage) Validate(p *field.Path) field.ErrorList {
 	if s == nil {
-		return field.ErrorList{check.Required(p, "required with models: where the weights live (kind s3 or azureBlob)")}
+		return field.ErrorList{fielderr.Required(p, "required with models: where the weights live (kind s3 or azureBlob)")}
 	}
 	var errs field.ErrorList
 	switch s.Kind {
 	case S3:
 		if !strings.HasPrefix(s.Endpoint, "https://") && !strings.HasPrefix(s.Endpoint, "http://") {
-			errs = append(errs, check.Invalid(p.Child("endpoint"), s.Endpoint, "must be the S3 endpoint URL (Ceph or any S3-compatible store)"))
+			errs = append(errs, fielderr.Invalid(p.Child("endpoint"), s.Endpoint, "must be the S3 endpoint URL (Ceph or any S3-compatible store)"))
 		}
 		if s.AccessKey == "" || s.SecretKey == "" {
-			errs = append(errs, check.Required(p.Child("accessKey"), "accessKey and secretKey are required for s3, as secrets (pulumi config set --secret --path ...)"))
+			errs = append(errs, fielderr.Required(p.Child("accessKey"), "accessKey and secretKey are required for s3, as secrets (pulumi config set --secret --path ...)"))
 		}
 	case AzureBlob:
-		if !check.DNSLabel(s.Account) {
-			errs = append(errs, check.Invalid(p.Child("account"), s.Account, "must be the storage account name"))
+		if !fielderr.DNSLabel(s.Account) {
+			errs = append(errs, fielderr.Invalid(p.Child("account"), s.Account, "must be the storage account name"))
 		}
 		if s.AccountKey == "" && s.ClientID == "" {
-			errs = append(errs, check.Required(p.Child("accountKey"), "azureBlob needs an accountKey (a secret) or the clientId of a managed identity for workload identity"))
+			errs = append(errs, fielderr.Required(p.Child("accountKey"), "azureBlob needs an accountKey (a secret) or the clientId of a managed identity for workload identity"))
 		}
 	default:
-		errs = append(errs, check.NotSupported(p.Child("kind"), s.Kind, StorageKinds))
+		errs = append(errs, fielderr.NotSupported(p.Child("kind"), s.Kind, StorageKinds))
 	}
 	return errs
 }
@@ -59,14 +59,14 @@ func scheme(kind string) string {
 // Validate checks the serving options as written.
 func (o Options) Validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if o.Namespace != "" && !check.DNSLabel(o.Namespace) {
-		errs = append(errs, check.Invalid(p.Child("namespace"), o.Namespace, "must be a DNS label"))
+	if o.Namespace != "" && !fielderr.DNSLabel(o.Namespace) {
+		errs = append(errs, fielderr.Invalid(p.Child("namespace"), o.Namespace, "must be a DNS label"))
 	}
 	if o.BandwidthMBps < 0 {
-		errs = append(errs, check.Invalid(p.Child("bandwidthMBps"), o.BandwidthMBps, "must be > 0 MB/s"))
+		errs = append(errs, fielderr.Invalid(p.Child("bandwidthMBps"), o.BandwidthMBps, "must be > 0 MB/s"))
 	}
 	if a := o.PrometheusAddress; a != "" && !strings.HasPrefix(a, "http://") && !strings.HasPrefix(a, "https://") {
-		errs = append(errs, check.Invalid(p.Child("prometheusAddress"), a, "must be an http(s) URL"))
+		errs = append(errs, fielderr.Invalid(p.Child("prometheusAddress"), a, "must be an http(s) URL"))
 	}
 	hourOK := true
 	for _, h := range []struct {
@@ -74,32 +74,32 @@ func (o Options) Validate(p *field.Path) field.ErrorList {
 		v   *int
 	}{{"offPeakStartHour", o.OffPeakStartHour}, {"offPeakEndHour", o.OffPeakEndHour}} {
 		if h.v != nil && (*h.v < 0 || *h.v > 23) {
-			errs = append(errs, check.Invalid(p.Child(h.key), *h.v, "must be an hour 0-23 (UTC)"))
+			errs = append(errs, fielderr.Invalid(p.Child(h.key), *h.v, "must be an hour 0-23 (UTC)"))
 			hourOK = false
 		}
 	}
 	if start, end := o.window(); hourOK && start == end {
-		errs = append(errs, check.Invalid(p.Child("offPeakEndHour"), end, "must differ from offPeakStartHour (%d)", start))
+		errs = append(errs, fielderr.Invalid(p.Child("offPeakEndHour"), end, "must differ from offPeakStartHour (%d)", start))
 	}
 	charts := p.Child("charts")
 	errs = append(errs, o.Charts.VLLMStack.Validate(charts.Child("vllmStack"), VLLMStackChart.Version)...)
 	errs = append(errs, o.Charts.KEDA.Validate(charts.Child("keda"), KEDAChart.Version)...)
 	errs = append(errs, o.Charts.HTTPAddOn.Validate(charts.Child("httpAddOn"), HTTPAddOnChart.Version)...)
 	errs = append(errs, o.Charts.Ollama.Validate(charts.Child("ollama"), OllamaChart.Version)...)
-	if o.BatchNamespace != "" && (!check.DNSLabel(o.BatchNamespace) || o.BatchNamespace == cmp.Or(o.Namespace, DefaultNamespace)) {
-		errs = append(errs, check.Invalid(p.Child("batchNamespace"), o.BatchNamespace, "must be a DNS label other than the models' namespace"))
+	if o.BatchNamespace != "" && (!fielderr.DNSLabel(o.BatchNamespace) || o.BatchNamespace == cmp.Or(o.Namespace, DefaultNamespace)) {
+		errs = append(errs, fielderr.Invalid(p.Child("batchNamespace"), o.BatchNamespace, "must be a DNS label other than the models' namespace"))
 	}
 	if o.NetworkPolicy != "" && !slices.Contains(NetworkPolicies, o.NetworkPolicy) {
-		errs = append(errs, check.NotSupported(p.Child("networkPolicy"), o.NetworkPolicy, NetworkPolicies))
+		errs = append(errs, fielderr.NotSupported(p.Child("networkPolicy"), o.NetworkPolicy, NetworkPolicies))
 	}
 	for i, c := range o.DownloadCIDRs {
 		if _, _, err := net.ParseCIDR(c); err != nil {
-			errs = append(errs, check.Invalid(p.Child("downloadCIDRs").Index(i), c, "must be a CIDR such as 10.20.0.0/24"))
+			errs = append(errs, fielderr.Invalid(p.Child("downloadCIDRs").Index(i), c, "must be a CIDR such as 10.20.0.0/24"))
 		}
 	}
 	for i, c := range o.ClientNamespaces {
-		if !check.DNSLabel(c) {
-			errs = append(errs, check.Invalid(p.Child("clientNamespaces").Index(i), c, "must be a namespace name (a DNS label)"))
+		if !fielderr.DNSLabel(c) {
+			errs = append(errs, fielderr.Invalid(p.Child("clientNamespaces").Index(i), c, "must be a namespace name (a DNS label)"))
 		}
 	}
 	return errs
@@ -115,54 +115,54 @@ var SizeFields = []string{"model", "parametersB", "weightsGB", "shape", "dtype",
 // (WithDefaults); a key given must be valid.
 func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 	var errs field.ErrorList
-	if !check.DNSLabel(m.Name) || len(m.Name) > MaxModelName {
-		errs = append(errs, check.Invalid(p.Child("name"), m.Name, "must be a DNS label of at most %d characters", MaxModelName))
+	if !fielderr.DNSLabel(m.Name) || len(m.Name) > MaxModelName {
+		errs = append(errs, fielderr.Invalid(p.Child("name"), m.Name, "must be a DNS label of at most %d characters", MaxModelName))
 	}
 	switch m.Runtime {
 	case "", VLLM:
 	case Ollama:
 		return append(errs, m.validateOllama(p)...)
 	default:
-		return append(errs, check.NotSupported(p.Child("runtime"), m.Runtime, Runtimes))
+		return append(errs, fielderr.NotSupported(p.Child("runtime"), m.Runtime, Runtimes))
 	}
 	if len(m.NodeSelector) > 0 {
-		errs = append(errs, check.Forbidden(p.Child("nodeSelector"), m.NodeSelector, "is for runtime ollama on CPU nodes; a vLLM model runs on its pool"))
+		errs = append(errs, fielderr.Forbidden(p.Child("nodeSelector"), m.NodeSelector, "is for runtime ollama on CPU nodes; a vLLM model runs on its pool"))
 	}
 	if want := scheme(storageKind); want != "" && (!strings.HasPrefix(m.Source, want) || len(m.Source) <= len(want)) {
-		errs = append(errs, check.Invalid(p.Child("source"), m.Source, "must be a %s<bucket>/<path> URL of the %s store", want, storageKind))
+		errs = append(errs, fielderr.Invalid(p.Child("source"), m.Source, "must be a %s<bucket>/<path> URL of the %s store", want, storageKind))
 	}
 	errs = append(errs, m.validateSize(p)...)
 	switch instead, legacy := legacyDtypes[m.Dtype]; {
 	case legacy:
-		errs = append(errs, check.Invalid(p.Child("dtype"), m.Dtype, "is a quantization, not a vLLM --dtype (one of %s): write %s", strings.Join(Dtypes, ", "), instead))
+		errs = append(errs, fielderr.Invalid(p.Child("dtype"), m.Dtype, "is a quantization, not a vLLM --dtype (one of %s): write %s", strings.Join(Dtypes, ", "), instead))
 	case m.Dtype != "" && !slices.Contains(Dtypes, m.Dtype):
-		errs = append(errs, check.NotSupported(p.Child("dtype"), m.Dtype, Dtypes))
+		errs = append(errs, fielderr.NotSupported(p.Child("dtype"), m.Dtype, Dtypes))
 	}
 	if _, known := Quantizations[m.Quantization]; m.Quantization != "" && !known {
-		errs = append(errs, check.NotSupported(p.Child("quantization"), m.Quantization, QuantizationNames()))
+		errs = append(errs, fielderr.NotSupported(p.Child("quantization"), m.Quantization, QuantizationNames()))
 	} else if msg := actDtypeMisfit(m.Quantization, cmp.Or(m.Dtype, DefaultDtype)); msg != "" && (m.Dtype == "" || slices.Contains(Dtypes, m.Dtype)) {
-		errs = append(errs, check.Invalid(p.Child("dtype"), m.Dtype, "%s", msg))
+		errs = append(errs, fielderr.Invalid(p.Child("dtype"), m.Dtype, "%s", msg))
 	}
 	if m.TensorParallel < 0 {
-		errs = append(errs, check.Invalid(p.Child("tensorParallel"), m.TensorParallel, "must be >= 1 (or left out: the smallest that fits)"))
+		errs = append(errs, fielderr.Invalid(p.Child("tensorParallel"), m.TensorParallel, "must be >= 1 (or left out: the smallest that fits)"))
 	}
 	if m.MaxModelLen < 0 || m.MaxModelLen > 1<<20 {
-		errs = append(errs, check.Invalid(p.Child("maxModelLen"), m.MaxModelLen, "must be between 1 and %d tokens (or left out with model: the native context, capped by memory)", 1<<20))
+		errs = append(errs, fielderr.Invalid(p.Child("maxModelLen"), m.MaxModelLen, "must be between 1 and %d tokens (or left out with model: the native context, capped by memory)", 1<<20))
 	}
 	if m.Concurrency < 0 {
-		errs = append(errs, check.Invalid(p.Child("concurrency"), m.Concurrency, "must be >= 1 sequence of maxModelLen tokens (or left out: 1)"))
+		errs = append(errs, fielderr.Invalid(p.Child("concurrency"), m.Concurrency, "must be >= 1 sequence of maxModelLen tokens (or left out: 1)"))
 	}
 	if u := m.GPUMemoryUtilization; u < 0 || u > 0.98 {
-		errs = append(errs, check.Invalid(p.Child("gpuMemoryUtilization"), u, "must be above 0 and at most 0.98 (vLLM needs some headroom), or left out: %.1f", DefaultUtilization))
+		errs = append(errs, fielderr.Invalid(p.Child("gpuMemoryUtilization"), u, "must be above 0 and at most 0.98 (vLLM needs some headroom), or left out: %.1f", DefaultUtilization))
 	}
 	if m.MinReplicas != nil && *m.MinReplicas < 0 {
-		errs = append(errs, check.Invalid(p.Child("minReplicas"), *m.MinReplicas, "must be >= 0 (0 scales to zero)"))
+		errs = append(errs, fielderr.Invalid(p.Child("minReplicas"), *m.MinReplicas, "must be >= 0 (0 scales to zero)"))
 	}
 	if m.MaxReplicas < 0 || (m.MaxReplicas > 0 && m.MaxReplicas < m.Replicas()) {
-		errs = append(errs, check.Invalid(p.Child("maxReplicas"), m.MaxReplicas, "must be >= 1 and >= minReplicas (%d), or left out: what the pool holds", m.Replicas()))
+		errs = append(errs, fielderr.Invalid(p.Child("maxReplicas"), m.MaxReplicas, "must be >= 1 and >= minReplicas (%d), or left out: what the pool holds", m.Replicas()))
 	}
 	if m.QueueDepthTarget < 0 {
-		errs = append(errs, check.Invalid(p.Child("queueDepthTarget"), m.QueueDepthTarget, "must be >= 1 waiting request per replica (or left out: %d)", DefaultQueueDepthTarget))
+		errs = append(errs, fielderr.Invalid(p.Child("queueDepthTarget"), m.QueueDepthTarget, "must be >= 1 waiting request per replica (or left out: %d)", DefaultQueueDepthTarget))
 	}
 	return append(errs, m.validateHostname(p)...)
 }
@@ -170,8 +170,8 @@ func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 // validateHostname: a public name the API server accepts as an Ingress
 // host.
 func (m ModelSpec) validateHostname(p *field.Path) field.ErrorList {
-	if h := m.Hostname; h != "" && (!check.DNSSubdomain(h) || !strings.Contains(h, ".")) {
-		return field.ErrorList{check.Invalid(p.Child("hostname"), h, "must be a DNS name such as llama.acme.example")}
+	if h := m.Hostname; h != "" && (!fielderr.DNSSubdomain(h) || !strings.Contains(h, ".")) {
+		return field.ErrorList{fielderr.Invalid(p.Child("hostname"), h, "must be a DNS name such as llama.acme.example")}
 	}
 	return nil
 }
@@ -180,24 +180,24 @@ func (m ModelSpec) validateHostname(p *field.Path) field.ErrorList {
 // off-peak window.
 func (j BatchJobSpec) Validate(p *field.Path, o Options) field.ErrorList {
 	var errs field.ErrorList
-	if !check.DNSLabel(j.Name) || len(j.Name) > MaxBatchName {
-		errs = append(errs, check.Invalid(p.Child("name"), j.Name, "must be a DNS label of at most %d characters", MaxBatchName))
+	if !fielderr.DNSLabel(j.Name) || len(j.Name) > MaxBatchName {
+		errs = append(errs, fielderr.Invalid(p.Child("name"), j.Name, "must be a DNS label of at most %d characters", MaxBatchName))
 	}
 	if strings.TrimSpace(j.Image) == "" {
-		errs = append(errs, check.Invalid(p.Child("image"), j.Image, "required: the job's container image"))
+		errs = append(errs, fielderr.Invalid(p.Child("image"), j.Image, "required: the job's container image"))
 	}
 	if j.GPUs < 1 {
-		errs = append(errs, check.Invalid(p.Child("gpus"), j.GPUs, "must be at least 1"))
+		errs = append(errs, fielderr.Invalid(p.Child("gpus"), j.GPUs, "must be at least 1"))
 	}
 	if j.DeadlineMinutes < 0 || j.DeadlineMinutes > 24*60 {
-		errs = append(errs, check.Invalid(p.Child("deadlineMinutes"), j.DeadlineMinutes, "must be between 1 and 1440 (0: 240)"))
+		errs = append(errs, fielderr.Invalid(p.Child("deadlineMinutes"), j.DeadlineMinutes, "must be between 1 and 1440 (0: 240)"))
 	}
 	if msg := offPeakSchedule(j.Schedule, o); msg != "" {
-		errs = append(errs, check.Invalid(p.Child("schedule"), j.Schedule, "%s", msg))
+		errs = append(errs, fielderr.Invalid(p.Child("schedule"), j.Schedule, "%s", msg))
 	}
 	for i, c := range j.Security.Capabilities {
 		if !capabilityRe.MatchString(c) || strings.HasPrefix(c, "CAP_") {
-			errs = append(errs, check.Invalid(p.Child("security", "capabilities").Index(i), c, "must be a capability name such as NET_BIND_SERVICE (no CAP_ prefix)"))
+			errs = append(errs, fielderr.Invalid(p.Child("security", "capabilities").Index(i), c, "must be a capability name such as NET_BIND_SERVICE (no CAP_ prefix)"))
 		}
 	}
 	for _, id := range []struct {
@@ -205,7 +205,7 @@ func (j BatchJobSpec) Validate(p *field.Path, o Options) field.ErrorList {
 		v   *int64
 	}{{"runAsUser", j.Security.RunAsUser}, {"runAsGroup", j.Security.RunAsGroup}} {
 		if id.v != nil && (*id.v < 0 || *id.v > math.MaxInt32) {
-			errs = append(errs, check.Invalid(p.Child("security", id.key), *id.v, "must be a user or group ID, 0-2147483647"))
+			errs = append(errs, fielderr.Invalid(p.Child("security", id.key), *id.v, "must be a user or group ID, 0-2147483647"))
 		}
 	}
 	return errs
@@ -267,7 +267,7 @@ func (m ModelSpec) validateSize(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if m.CatalogModel != "" {
 		if _, ok := models.Known.Lookup(m.CatalogModel); !ok {
-			return append(errs, check.NotSupported(p.Child("model"), m.CatalogModel, models.Known.Names()))
+			return append(errs, fielderr.NotSupported(p.Child("model"), m.CatalogModel, models.Known.Names()))
 		}
 		for _, k := range []struct {
 			key   string
@@ -275,30 +275,30 @@ func (m ModelSpec) validateSize(p *field.Path) field.ErrorList {
 			value any
 		}{{"parametersB", m.ParametersB != 0, m.ParametersB}, {"weightsGB", m.WeightsGB != 0, m.WeightsGB}, {"shape", m.Shape != nil, m.Shape}} {
 			if k.set {
-				errs = append(errs, check.Forbidden(p.Child(k.key), k.value, "the catalog model "+m.CatalogModel+" gives it: leave it out, or drop model"))
+				errs = append(errs, fielderr.Forbidden(p.Child(k.key), k.value, "the catalog model "+m.CatalogModel+" gives it: leave it out, or drop model"))
 			}
 		}
 		return errs
 	}
 	switch {
 	case m.ParametersB > 0 && m.WeightsGB > 0:
-		errs = append(errs, check.Invalid(p.Child("weightsGB"), m.WeightsGB, "set parametersB or weightsGB, not both"))
+		errs = append(errs, fielderr.Invalid(p.Child("weightsGB"), m.WeightsGB, "set parametersB or weightsGB, not both"))
 	case m.ParametersB <= 0 && m.WeightsGB <= 0:
-		errs = append(errs, check.Invalid(p.Child("parametersB"), m.ParametersB,
+		errs = append(errs, fielderr.Invalid(p.Child("parametersB"), m.ParametersB,
 			"required: billions of parameters (or weightsGB instead), unless model names a catalog model (%s)", strings.Join(models.Known.Names(), ", ")))
 	}
 	if m.MaxModelLen == 0 {
-		errs = append(errs, check.Required(p.Child("maxModelLen"), "required without model: no catalog entry gives the native context"))
+		errs = append(errs, fielderr.Required(p.Child("maxModelLen"), "required without model: no catalog entry gives the native context"))
 	}
 	if s := m.Shape; s != nil {
 		sp := p.Child("shape")
 		if s.Attention != "" && !slices.Contains(models.Attentions, s.Attention) {
-			errs = append(errs, check.NotSupported(sp.Child("attention"), s.Attention, models.Attentions))
+			errs = append(errs, fielderr.NotSupported(sp.Child("attention"), s.Attention, models.Attentions))
 		}
 		// attentionHeads (for the tensor-parallel check) and hiddenSize (for
 		// the activations) are optional; the KV cache's fields are not
 		if s.AttentionHeads < 0 || s.HiddenSize < 0 {
-			errs = append(errs, check.Invalid(sp, *s, "attentionHeads and hiddenSize must be > 0 when given"))
+			errs = append(errs, fielderr.Invalid(sp, *s, "attentionHeads and hiddenSize must be > 0 when given"))
 		}
 		positive := map[string]int{"layers": s.Layers}
 		if s.Kind() == models.MLA {
@@ -308,7 +308,7 @@ func (m ModelSpec) validateSize(p *field.Path) field.ErrorList {
 		}
 		for _, k := range slices.Sorted(maps.Keys(positive)) {
 			if positive[k] <= 0 {
-				errs = append(errs, check.Invalid(sp.Child(k), positive[k], "must be > 0: the field of the model's config.json"))
+				errs = append(errs, fielderr.Invalid(sp.Child(k), positive[k], "must be > 0: the field of the model's config.json"))
 			}
 		}
 	}

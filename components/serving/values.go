@@ -5,11 +5,11 @@ import (
 	"math"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/helm"
-	"github.com/natron/gpu-node-pools/components/kube"
-	"github.com/natron/gpu-node-pools/components/plain"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/plain"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
 
 // Engine is how one model is served, beyond its fit facts: decided once,
@@ -21,7 +21,7 @@ type Engine struct {
 	// Hostname is the public endpoint's name ("" for none).
 	Hostname string
 	// Pool is the pool the model runs on.
-	Pool gpupool.Pool
+	Pool gpupool.Facts
 	// MaxModelLen is vLLM's --max-model-len.
 	MaxModelLen int
 	MinReplicas int
@@ -183,7 +183,7 @@ func EngineServiceMonitor(ns string, e Engine) map[string]any {
 }
 
 // poolTolerations are a pool's tolerations as plain pod-spec data.
-func poolTolerations(p gpupool.Pool) []any {
+func poolTolerations(p gpupool.Facts) []any {
 	out := make([]any, len(p.Tolerations))
 	for i, t := range p.Tolerations {
 		out[i] = map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect}
@@ -193,7 +193,7 @@ func poolTolerations(p gpupool.Pool) []any {
 
 // poolMatchExpressions pin a pod to a pool (node affinity), in the form the
 // chart's nodeSelectorTerms and a pod's required node affinity both take.
-func poolMatchExpressions(p gpupool.Pool) []any {
+func poolMatchExpressions(p gpupool.Facts) []any {
 	out := []any{}
 	for _, k := range plain.SortedKeys(p.NodeSelector) {
 		out = append(out, map[string]any{"key": k, "operator": "In", "values": []any{p.NodeSelector[k]}})

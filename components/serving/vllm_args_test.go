@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
 
@@ -112,13 +112,13 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 	type want struct{ dtype, quantization, util string }
 	var cases []struct {
 		m    serving.ModelSpec
-		pool gpupool.Pool
+		pool gpupool.Facts
 		want want
 	}
-	add := func(dtype, q string, p gpupool.Pool, util string) {
+	add := func(dtype, q string, p gpupool.Facts, util string) {
 		cases = append(cases, struct {
 			m    serving.ModelSpec
-			pool gpupool.Pool
+			pool gpupool.Facts
 			want want
 		}{serving.ModelSpec{Name: "m", Source: "s3://b/m", ParametersB: 8, Dtype: dtype, Quantization: q, TensorParallel: 1,
 			MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(1), MaxReplicas: 2, QueueDepthTarget: 5}, p, want{dtype, q, util}})

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/natron/gpu-node-pools/components/kube"
+	"github.com/natron/gpu-node-pools/internal/kube"
 )
 
 // Disk thresholds, percent used of a database's volumes: CloudNativePG's

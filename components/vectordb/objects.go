@@ -5,11 +5,11 @@ import (
 	"strings"
 
 	"github.com/natron/gpu-node-pools/components/backup"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/helm"
-	"github.com/natron/gpu-node-pools/components/kube"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
-	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/secret"
 )
 
 // PostgresImage ships the vector extension: CloudNativePG's "system"

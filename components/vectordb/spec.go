@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/check"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/secret"
 )
 
 // Kinds.
@@ -96,69 +96,69 @@ func (s Spec) HasSecrets() bool { return s.Password != "" || s.APIKey != "" }
 // Validate checks one vector database as written.
 func (s Spec) Validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if !check.DNSLabel(s.Name) || len(s.Name) > 40 {
-		errs = append(errs, check.Invalid(p.Child("name"), s.Name, "must be a DNS label of at most 40 characters"))
+	if !fielderr.DNSLabel(s.Name) || len(s.Name) > 40 {
+		errs = append(errs, fielderr.Invalid(p.Child("name"), s.Name, "must be a DNS label of at most 40 characters"))
 	}
 	if s.Kind != "" {
-		errs = append(errs, check.OneOf(p.Child("kind"), s.Kind, Kinds)...)
+		errs = append(errs, fielderr.OneOf(p.Child("kind"), s.Kind, Kinds)...)
 	}
-	if s.Namespace != "" && !check.DNSLabel(s.Namespace) {
-		errs = append(errs, check.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
+	if s.Namespace != "" && !fielderr.DNSLabel(s.Namespace) {
+		errs = append(errs, fielderr.Invalid(p.Child("namespace"), s.Namespace, "must be a DNS label"))
 	}
 	size, err := resource.ParseQuantity(s.Size)
 	if err != nil || size.Sign() <= 0 {
-		errs = append(errs, check.Invalid(p.Child("size"), s.Size, "required: each replica's storage, a quantity such as 50Gi"))
+		errs = append(errs, fielderr.Invalid(p.Child("size"), s.Size, "required: each replica's storage, a quantity such as 50Gi"))
 	} else if s.Vectors > 0 || s.Dimensions > 0 {
 		need := EstimateBytes(s.Vectors, s.Dimensions)
 		switch {
 		case s.Vectors <= 0 || s.Dimensions <= 0:
-			errs = append(errs, check.Invalid(p.Child("vectors"), s.Vectors, "give vectors and dimensions together, both positive"))
+			errs = append(errs, fielderr.Invalid(p.Child("vectors"), s.Vectors, "give vectors and dimensions together, both positive"))
 		case need > size.AsApproximateFloat64():
-			errs = append(errs, check.Invalid(p.Child("size"), s.Size,
+			errs = append(errs, fielderr.Invalid(p.Child("size"), s.Size,
 				"holds %s, but %d vectors of %d dimensions need %s (vectors × dimensions × 4 bytes × %.1f index overhead): set size to at least %s",
 				gib(size.AsApproximateFloat64()), s.Vectors, s.Dimensions, gib(need), IndexOverhead, roundUpGi(need)))
 		}
 	}
 	if s.Replicas < 0 {
-		errs = append(errs, check.Invalid(p.Child("replicas"), s.Replicas, "must be at least 1"))
+		errs = append(errs, fielderr.Invalid(p.Child("replicas"), s.Replicas, "must be at least 1"))
 	}
 	for key, q := range map[string]string{"cpu": s.Resources.CPU, "memory": s.Resources.Memory, "memoryLimit": s.Resources.MemoryLimit} {
 		if q == "" {
 			continue
 		}
 		if v, err := resource.ParseQuantity(q); err != nil || v.Sign() <= 0 {
-			errs = append(errs, check.Invalid(p.Child("resources", key), q, "must be a positive quantity such as 500m or 2Gi"))
+			errs = append(errs, fielderr.Invalid(p.Child("resources", key), q, "must be a positive quantity such as 500m or 2Gi"))
 		}
 	}
 	for i, c := range s.Clients {
-		if !check.DNSLabel(c) {
-			errs = append(errs, check.Invalid(p.Child("clients").Index(i), c, "must be a namespace name (a DNS label)"))
+		if !fielderr.DNSLabel(c) {
+			errs = append(errs, fielderr.Invalid(p.Child("clients").Index(i), c, "must be a namespace name (a DNS label)"))
 		}
 	}
 	if v, ok := s.NodeSelector[gpupool.LabelGPUPresent]; ok && v == "true" {
-		errs = append(errs, check.Invalid(p.Child("nodeSelector").Key(gpupool.LabelGPUPresent), v, "selects GPU nodes: vector databases run on CPU nodes"))
+		errs = append(errs, fielderr.Invalid(p.Child("nodeSelector").Key(gpupool.LabelGPUPresent), v, "selects GPU nodes: vector databases run on CPU nodes"))
 	}
 	if s.Backup != "" {
 		if s.Kind == Qdrant {
-			errs = append(errs, check.Forbidden(p.Child("backup"), s.Backup, "pgvector's (CloudNativePG's object-store backups); Qdrant keeps snapshots on its snapshot volume"))
+			errs = append(errs, fielderr.Forbidden(p.Child("backup"), s.Backup, "pgvector's (CloudNativePG's object-store backups); Qdrant keeps snapshots on its snapshot volume"))
 		} else if !strings.HasPrefix(s.Backup, "s3://") && !strings.HasPrefix(s.Backup, "https://") {
-			errs = append(errs, check.Invalid(p.Child("backup"), s.Backup, "must be where the backups go in the stack's storage: s3://bucket/path, or https://<account>.blob.core.windows.net/<container>/path"))
+			errs = append(errs, fielderr.Invalid(p.Child("backup"), s.Backup, "must be where the backups go in the stack's storage: s3://bucket/path, or https://<account>.blob.core.windows.net/<container>/path"))
 		}
 	}
 	switch {
 	case s.Kind == Qdrant && s.Password != "":
-		errs = append(errs, check.Forbidden(p.Child("password"), "(secret)", "pgvector's; Qdrant takes apiKey"))
+		errs = append(errs, fielderr.Forbidden(p.Child("password"), "(secret)", "pgvector's; Qdrant takes apiKey"))
 	case s.Kind != Qdrant && s.APIKey != "":
-		errs = append(errs, check.Forbidden(p.Child("apiKey"), "(secret)", "Qdrant's; pgvector takes password"))
+		errs = append(errs, fielderr.Forbidden(p.Child("apiKey"), "(secret)", "Qdrant's; pgvector takes password"))
 	}
 	return errs
 }
 
 // CheckNodes refuses a nodeSelector that picks the nodes of one of the
 // stack's GPU pools (p is the nodeSelector's path).
-func (s Spec) CheckNodes(p *field.Path, pools []gpupool.Pool) field.ErrorList {
+func (s Spec) CheckNodes(p *field.Path, pools []gpupool.Facts) field.ErrorList {
 	if pool, picks := gpupool.SelectedPool(s.NodeSelector, pools); picks {
-		return field.ErrorList{check.Invalid(p, s.NodeSelector, "selects the nodes of GPU pool %s: vector databases run on CPU nodes (any node without %s=true, or a CPU pool's labels)",
+		return field.ErrorList{fielderr.Invalid(p, s.NodeSelector, "selects the nodes of GPU pool %s: vector databases run on CPU nodes (any node without %s=true, or a CPU pool's labels)",
 			pool, gpupool.LabelGPUPresent)}
 	}
 	return nil

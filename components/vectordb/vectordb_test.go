@@ -9,11 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/helm"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/testkit/fieldtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
@@ -68,12 +68,12 @@ func TestCheckNodes(t *testing.T) {
 	for k, v := range pool.NodeSelector {
 		gpu.NodeSelector[k] = v
 	}
-	errs := gpu.CheckNodes(path().Child("nodeSelector"), []gpupool.Pool{pool})
+	errs := gpu.CheckNodes(path().Child("nodeSelector"), []gpupool.Facts{pool})
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "selects the nodes of GPU pool a100") {
 		t.Errorf("a GPU pool's selector: %v", errs)
 	}
 	cpu := vectordb.Spec{Name: "rag", Size: "10Gi", NodeSelector: map[string]string{"agentpool": "system"}}
-	if errs := cpu.CheckNodes(path().Child("nodeSelector"), []gpupool.Pool{pool}); len(errs) > 0 {
+	if errs := cpu.CheckNodes(path().Child("nodeSelector"), []gpupool.Facts{pool}); len(errs) > 0 {
 		t.Errorf("a CPU pool: %v", errs)
 	}
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/stacks/automation"
 	"github.com/natron/gpu-node-pools/stacks/config"
-	"github.com/natron/gpu-node-pools/stacks/target/baremetal"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // Preview a fleet of customer stacks from internal tooling: one typed
@@ -38,9 +38,9 @@ func ExamplePreviewFleet() {
 	// A new customer, by hand: the target's block and one pool.
 	globex := &config.Config{
 		Target: "natron",
-		Cluster: &baremetal.Cluster{
+		Cluster: &natron.Cluster{
 			Site: "flex-stack", ClusterName: "globex", Namespace: "capi-globex", KubernetesVersion: "v1.33.4",
-			Image:                baremetal.MachineImage{URL: "https://images.example/ubuntu-2404.qcow2", Checksum: "https://images.example/ubuntu-2404.qcow2.sha256sum"},
+			Image:                natron.MachineImage{URL: "https://images.example/ubuntu-2404.qcow2", Checksum: "https://images.example/ubuntu-2404.qcow2.sha256sum"},
 			Kubeconfig:           secret.Secret(os.Getenv("GLOBEX_KUBECONFIG")),
 			ManagementKubeconfig: secret.Secret(os.Getenv("FLEX_STACK_MANAGEMENT_KUBECONFIG")),
 		},

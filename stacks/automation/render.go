@@ -12,8 +12,8 @@ import (
 	"sort"
 
 	"github.com/natron/gpu-node-pools/components/gitops"
-	"github.com/natron/gpu-node-pools/stacks"
 	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/program"
 )
 
 // Rendered is what one render wrote.
@@ -65,7 +65,7 @@ func Render(ctx context.Context, name string, cfg *config.Config, e Engine) (*Re
 		e.Env = map[string]string{}
 	}
 	e.Env["PULUMI_SKIP_CHECKPOINTS"] = "true"
-	s, err := openStack(ctx, name, &c, stacks.Program, e, true)
+	s, err := openStack(ctx, name, &c, program.Program, e, true)
 	if err != nil {
 		return nil, err
 	}

@@ -16,10 +16,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/secret"
-	"github.com/natron/gpu-node-pools/stacks"
+	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
+	"github.com/natron/gpu-node-pools/stacks/program"
 )
 
 var stackNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
@@ -36,10 +36,10 @@ type Stack struct {
 // OpenStack validates cfg and then creates or selects the stack and writes
 // its config. An invalid config fails here, before the engine starts.
 func OpenStack(ctx context.Context, name string, cfg *config.Config, e Engine) (*Stack, error) {
-	return openStack(ctx, name, cfg, stacks.Program, e, false)
+	return openStack(ctx, name, cfg, program.Program, e, false)
 }
 
-// OpenWorkloadStack is OpenStack for stacks.WorkloadProgram: the stack's
+// OpenWorkloadStack is OpenStack for program.WorkloadProgram: the stack's
 // Kubernetes side applied to the cluster kubeconfig reaches, without pools.
 // A rendering stack (renderDir) is applied as its GitOps tool would apply
 // the render, nothing written to files: no Secrets with secret values,
@@ -48,7 +48,7 @@ func OpenWorkloadStack(ctx context.Context, name string, cfg *config.Config, kub
 	if kubeconfig == "" {
 		return nil, fmt.Errorf("stack %s: a workload stack needs the cluster's kubeconfig", name)
 	}
-	s, err := openStack(ctx, name, cfg, stacks.WorkloadProgram(kubeconfig), e, false)
+	s, err := openStack(ctx, name, cfg, program.WorkloadProgram(kubeconfig), e, false)
 	if err != nil {
 		return nil, err
 	}

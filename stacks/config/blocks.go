@@ -9,9 +9,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/check"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
 	"github.com/natron/gpu-node-pools/stacks/target"
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
@@ -55,10 +55,10 @@ func blocks() []Block {
 		set: func(c *Config, v string, _ *field.Path) field.ErrorList { c.Target = v; return nil },
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
 			if c.Target == "" {
-				return field.ErrorList{check.Invalid(p, c.Target, "required; allowed values: %s", strings.Join(registry.Names(), ", "))}
+				return field.ErrorList{fielderr.Invalid(p, c.Target, "required; allowed values: %s", strings.Join(registry.Names(), ", "))}
 			}
 			if _, ok := registry.Lookup(c.Target); !ok {
-				return field.ErrorList{check.NotSupported(p, c.Target, registry.Names())}
+				return field.ErrorList{fielderr.NotSupported(p, c.Target, registry.Names())}
 			}
 			return nil
 		},
@@ -72,7 +72,7 @@ func blocks() []Block {
 		set: func(c *Config, v string, _ *field.Path) field.ErrorList { c.RenderDir = v; return nil },
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
 			if c.RenderDir != "" && strings.TrimSpace(c.RenderDir) == "" {
-				return field.ErrorList{check.Invalid(p, c.RenderDir, "must be a directory path")}
+				return field.ErrorList{fielderr.Invalid(p, c.RenderDir, "must be a directory path")}
 			}
 			return nil
 		},
@@ -92,7 +92,7 @@ func blocks() []Block {
 				b := v == "true"
 				c.Protect = &b
 			default:
-				return field.ErrorList{check.Invalid(p, v, "must be true, false or auto")}
+				return field.ErrorList{fielderr.Invalid(p, v, "must be true, false or auto")}
 			}
 			return nil
 		},
@@ -190,9 +190,9 @@ func clusterBlock(t target.Target) Block {
 			case !mine(c):
 				return nil
 			case c.Cluster == nil:
-				return field.ErrorList{check.Required(p, "required when target is %s (%s)", name, strings.Join(requiredKeys(want), ", "))}
+				return field.ErrorList{fielderr.Required(p, "required when target is %s (%s)", name, strings.Join(requiredKeys(want), ", "))}
 			case reflect.TypeOf(c.Cluster) != reflect.TypeOf(want):
-				return field.ErrorList{check.Invalid(p, fmt.Sprintf("%T", c.Cluster), "must be the %s block, a %T", name, want)}
+				return field.ErrorList{fielderr.Invalid(p, fmt.Sprintf("%T", c.Cluster), "must be the %s block, a %T", name, want)}
 			}
 			return c.Cluster.Validate(p, c.RenderDir != "")
 		},

@@ -12,7 +12,7 @@ import (
 	"github.com/agext/levenshtein"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/check"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
@@ -27,7 +27,7 @@ func Decode(raw map[string]string) (*Config, field.ErrorList) {
 	keys := Keys()
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		if !slices.Contains(keys, k) {
-			errs = append(errs, check.Invalid(path(k), k, "unknown key%s; allowed keys: %s", suggest(k, keys), strings.Join(keys, ", ")))
+			errs = append(errs, fielderr.Invalid(path(k), k, "unknown key%s; allowed keys: %s", suggest(k, keys), strings.Join(keys, ", ")))
 		}
 	}
 	blocks := Blocks()
@@ -62,7 +62,7 @@ func Decode(raw map[string]string) (*Config, field.ErrorList) {
 func Validate(c *Config, decoded field.ErrorList) field.ErrorList {
 	reported := decoded
 	var errs field.ErrorList
-	ok := func(p *field.Path) bool { return !check.Reported(reported, p) }
+	ok := func(p *field.Path) bool { return !fielderr.Reported(reported, p) }
 	for _, b := range Blocks() {
 		p := path(b.Key)
 		if b.validate == nil || !cleanBlock(c, b, p, reported) {
@@ -81,7 +81,7 @@ func cleanBlock(c *Config, b Block, p *field.Path, reported field.ErrorList) boo
 			return !slices.ContainsFunc(reported, func(e *field.Error) bool { return e.Field == p.String() })
 		}
 	}
-	return !check.Reported(reported, p)
+	return !fielderr.Reported(reported, p)
 }
 
 func path(k string) *field.Path { return field.NewPath(Key(k)) }
@@ -102,7 +102,7 @@ func decodeBlock(p *field.Path, data string, into any) field.ErrorList {
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal([]byte(data), &items); err != nil {
-		return field.ErrorList{check.TypeInvalid(p, data, "a list of "+p.String()[len(Namespace)+1:], describeJSON(data))}
+		return field.ErrorList{fielderr.TypeInvalid(p, data, "a list of "+p.String()[len(Namespace)+1:], describeJSON(data))}
 	}
 	list := reflect.MakeSlice(t, len(items), len(items))
 	var errs field.ErrorList
@@ -121,12 +121,12 @@ func decodeBlock(p *field.Path, data string, into any) field.ErrorList {
 func decodeStrict(p *field.Path, data string, into any) field.ErrorList {
 	var generic any
 	if err := json.Unmarshal([]byte(data), &generic); err != nil {
-		return field.ErrorList{check.TypeInvalid(p, data, "valid JSON", err.Error())}
+		return field.ErrorList{fielderr.TypeInvalid(p, data, "valid JSON", err.Error())}
 	}
 	var errs field.ErrorList
 	checkShape(&errs, p, generic, reflect.TypeOf(into))
 	if err := json.Unmarshal([]byte(data), into); err != nil && len(errs) == 0 {
-		errs = append(errs, check.TypeInvalid(p, data, "valid", err.Error()))
+		errs = append(errs, fielderr.TypeInvalid(p, data, "valid", err.Error()))
 	}
 	return errs
 }
@@ -139,7 +139,9 @@ func checkShape(errs *field.ErrorList, p *field.Path, v any, t reflect.Type) {
 	if v == nil || t.Kind() == reflect.Interface {
 		return // null decodes to the zero value; any JSON fits an interface
 	}
-	wrong := func(jsonType string) { *errs = append(*errs, check.TypeInvalid(p, v, typeWord(t), "a JSON "+jsonType)) }
+	wrong := func(jsonType string) {
+		*errs = append(*errs, fielderr.TypeInvalid(p, v, typeWord(t), "a JSON "+jsonType))
+	}
 	switch x := v.(type) {
 	case map[string]any:
 		switch t.Kind() {
@@ -148,7 +150,7 @@ func checkShape(errs *field.ErrorList, p *field.Path, v any, t reflect.Type) {
 			for _, k := range slices.Sorted(maps.Keys(x)) {
 				ft, ok := types[k]
 				if !ok {
-					*errs = append(*errs, check.Invalid(p.Child(k), k, "unknown key%s; allowed keys: %s", suggest(k, names), strings.Join(names, ", ")))
+					*errs = append(*errs, fielderr.Invalid(p.Child(k), k, "unknown key%s; allowed keys: %s", suggest(k, names), strings.Join(names, ", ")))
 					continue
 				}
 				checkShape(errs, p.Child(k), x[k], ft)

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/secret"
+	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 

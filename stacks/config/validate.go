@@ -3,9 +3,9 @@ package config
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/check"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
@@ -14,7 +14,7 @@ import (
 func validatePools(c *Config, p *field.Path, ok func(*field.Path) bool) field.ErrorList {
 	var errs field.ErrorList
 	if len(c.Pools) == 0 {
-		errs = append(errs, check.Required(p, "required: at least one pool"))
+		errs = append(errs, fielderr.Required(p, "required: at least one pool"))
 	}
 	t, known := registry.Lookup(c.Target)
 	seen := map[string]int{}
@@ -27,7 +27,7 @@ func validatePools(c *Config, p *field.Path, ok func(*field.Path) bool) field.Er
 			}
 		}
 		if j, dup := seen[s.Name]; dup && s.Name != "" {
-			errs = append(errs, check.Duplicate(ip.Child("name"), s.Name, "must be unique, pools[%d] has the same name", j))
+			errs = append(errs, fielderr.Duplicate(ip.Child("name"), s.Name, "must be unique, pools[%d] has the same name", j))
 		} else {
 			seen[s.Name] = i
 		}
@@ -72,7 +72,7 @@ func validateItems[T any](p *field.Path, list string, items []T, ok func(*field.
 			errs = append(errs, validate(item, ip)...)
 		}
 		if k, dup := seen[name(item)]; dup {
-			errs = append(errs, check.Duplicate(ip.Child("name"), name(item), "must be unique, %s[%d] has the same name", list, k))
+			errs = append(errs, fielderr.Duplicate(ip.Child("name"), name(item), "must be unique, %s[%d] has the same name", list, k))
 		} else {
 			seen[name(item)] = i
 		}

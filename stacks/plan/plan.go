@@ -10,13 +10,13 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/components/gitops"
-	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
-	"github.com/natron/gpu-node-pools/components/pricing"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/pricing"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/target"
 )
@@ -25,8 +25,8 @@ import (
 // of chart archives for offline rendering (tests, these build machines).
 const ChartDirEnv = "GPU_NODE_POOLS_CHART_DIR"
 
-// Plan is a stack as it will be built.
-type Plan struct {
+// Stack is a stack as it will be built.
+type Stack struct {
 	// Target is where the GPU nodes come from, and Cluster its config block.
 	Target  target.Target
 	Cluster target.Cluster
@@ -40,7 +40,7 @@ type Plan struct {
 	// resolved.
 	Platform platform.Spec
 	// Serving is model serving and batch work; nil without either.
-	Serving *serving.Plan
+	Serving *serving.Resolved
 	// ServingOptions are the defaulted serving block, with or without
 	// models (the vector databases read it too).
 	ServingOptions serving.Options
@@ -87,8 +87,8 @@ type Cost struct {
 }
 
 // Facts are the pools' facts in config order.
-func (p *Plan) Facts() []gpupool.Pool {
-	out := make([]gpupool.Pool, len(p.Pools))
+func (p *Stack) Facts() []gpupool.Facts {
+	out := make([]gpupool.Facts, len(p.Pools))
 	for i, r := range p.Pools {
 		out[i] = r.Facts
 	}
@@ -98,14 +98,14 @@ func (p *Plan) Facts() []gpupool.Pool {
 // Load decodes raw stack config (keys without their namespace, values as
 // Pulumi hands them to programs) and resolves it for the stack. Every
 // problem comes back at once in a *ConfigError.
-func Load(raw map[string]string, stack string) (*Plan, error) {
+func Load(raw map[string]string, stack string) (*Stack, error) {
 	cfg, decoded := config.Decode(raw)
 	return resolve(cfg, stack, decoded)
 }
 
 // Resolve validates a typed config (as the Automation API builds it) and
 // resolves it for the stack.
-func Resolve(cfg *config.Config, stack string) (*Plan, error) {
+func Resolve(cfg *config.Config, stack string) (*Stack, error) {
 	if cfg == nil {
 		cfg = &config.Config{}
 	}
@@ -122,7 +122,7 @@ func protect(cfg *config.Config, stack string) bool {
 
 // CostTotals sums the priced pools' monthly costs by currency, and names
 // the pools without a price, in pool order.
-func (p *Plan) CostTotals() (byCurrency map[string]pricing.Totals, unpriced []string) {
+func (p *Stack) CostTotals() (byCurrency map[string]pricing.Totals, unpriced []string) {
 	byCurrency = map[string]pricing.Totals{}
 	for _, f := range p.Facts() {
 		c := p.Costs[f.Name].Cost

@@ -11,17 +11,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/components/backup"
-	"github.com/natron/gpu-node-pools/components/check"
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/helm"
 	"github.com/natron/gpu-node-pools/components/logging"
-	"github.com/natron/gpu-node-pools/components/models"
 	"github.com/natron/gpu-node-pools/components/platform"
-	"github.com/natron/gpu-node-pools/components/podsecurity"
 	"github.com/natron/gpu-node-pools/components/policy"
-	"github.com/natron/gpu-node-pools/components/pricing"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/models"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/pricing"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/target"
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
@@ -37,24 +37,24 @@ type resolver struct {
 	errs    field.ErrorList
 	// pools are the resolved pools' facts by name; a name that maps to
 	// nil is a pool that exists but could not be resolved.
-	pools map[string]*gpupool.Pool
+	pools map[string]*gpupool.Facts
 }
 
 func key(k string) *field.Path { return field.NewPath(config.Key(k)) }
 
-func (r *resolver) reported(p *field.Path) bool { return check.Reported(r.errs, p) }
-func (r *resolver) broken(p *field.Path) bool   { return check.Reported(r.decoded, p) }
+func (r *resolver) reported(p *field.Path) bool { return fielderr.Reported(r.errs, p) }
+func (r *resolver) broken(p *field.Path) bool   { return fielderr.Reported(r.decoded, p) }
 func (r *resolver) add(errs ...*field.Error)    { r.errs = append(r.errs, errs...) }
 
-func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Plan, error) {
-	r := &resolver{cfg: cfg, decoded: decoded, pools: map[string]*gpupool.Pool{}}
+func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack, error) {
+	r := &resolver{cfg: cfg, decoded: decoded, pools: map[string]*gpupool.Facts{}}
 	r.errs = append(append(r.errs, decoded...), config.Validate(cfg, decoded)...)
 	t, ok := registry.Lookup(cfg.Target)
 	if !ok { // reported by the target block
 		return nil, newConfigError(r.errs)
 	}
 	d := t.Defaults()
-	p := &Plan{Target: t, Cluster: cfg.Cluster, RenderDir: cfg.RenderDir, Protect: protect(cfg, stack), Plugins: d.Plugins}
+	p := &Stack{Target: t, Cluster: cfg.Cluster, RenderDir: cfg.RenderDir, Protect: protect(cfg, stack), Plugins: d.Plugins}
 	p.Pools = r.resolvePools(t)
 
 	p.Platform = cfg.Platform.Defaults(d.GPUStack)
@@ -130,14 +130,14 @@ func (r *resolver) resolvePools(t target.Target) []gpupool.Resolved {
 // pool finds the pool a model or batch job names; known is false (and
 // reported) when there is no such pool, facts nil when the pool has a
 // problem of its own.
-func (r *resolver) pool(p *field.Path, name string) (facts *gpupool.Pool, known bool) {
+func (r *resolver) pool(p *field.Path, name string) (facts *gpupool.Facts, known bool) {
 	facts, known = r.pools[name]
 	if !known {
 		names := make([]string, len(r.cfg.Pools))
 		for i, s := range r.cfg.Pools {
 			names[i] = s.Name
 		}
-		r.add(check.Invalid(p, name, "must name one of the pools (%s)", strings.Join(names, ", ")))
+		r.add(fielderr.Invalid(p, name, "must name one of the pools (%s)", strings.Join(names, ", ")))
 	}
 	return facts, known
 }
@@ -151,11 +151,11 @@ func (r *resolver) resolveIdentity(t target.Target, o serving.Options) *target.I
 	}
 	p := key("storage")
 	if _, ok := t.(target.Federator); !ok {
-		r.add(check.Forbidden(p.Child("clientId"), st.ClientID, "workload identity needs a cluster that federates service accounts with Azure (target aks); on target %s use an accountKey", t.Name()))
+		r.add(fielderr.Forbidden(p.Child("clientId"), st.ClientID, "workload identity needs a cluster that federates service accounts with Azure (target aks); on target %s use an accountKey", t.Name()))
 		return nil
 	}
 	if st.IdentityName == "" {
-		r.add(check.Required(p.Child("identityName"), "required with clientId: the managed identity's name, to federate it with the "+serving.DownloadServiceAccount+" service account"))
+		r.add(fielderr.Required(p.Child("identityName"), "required with clientId: the managed identity's name, to federate it with the "+serving.DownloadServiceAccount+" service account"))
 		return nil
 	}
 	return &target.Identity{Namespace: o.Namespace, ServiceAccount: serving.DownloadServiceAccount,
@@ -164,13 +164,13 @@ func (r *resolver) resolveIdentity(t target.Target, o serving.Options) *target.I
 
 // resolveServing makes each model's engine (with the fit check against
 // its pool) and each batch job.
-func (r *resolver) resolveServing(p *Plan, o serving.Options) *serving.Plan {
+func (r *resolver) resolveServing(p *Stack, o serving.Options) *serving.Resolved {
 	cfg := r.cfg
 	if len(cfg.Models) == 0 && len(cfg.BatchJobs) == 0 {
 		return nil
 	}
 	runtime := p.Platform.RuntimeClass()
-	sp := &serving.Plan{Options: o, Storage: cfg.Storage, PodSecurity: cfg.PodSecurity,
+	sp := &serving.Resolved{Options: o, Storage: cfg.Storage, PodSecurity: cfg.PodSecurity,
 		ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != ""}
 	r.checkEgress(o)
 	for i, m := range cfg.Models {
@@ -189,7 +189,7 @@ func (r *resolver) resolveServing(p *Plan, o serving.Options) *serving.Plan {
 		if facts == nil || r.reportedAny(ip, serving.SizeFields) {
 			continue
 		}
-		var entry *models.Model
+		var entry *models.Card
 		if known, ok := models.Known.Lookup(m.CatalogModel); ok {
 			entry = &known
 		}
@@ -210,7 +210,7 @@ func (r *resolver) resolveServing(p *Plan, o serving.Options) *serving.Plan {
 			continue
 		}
 		if !r.reported(ip.Child("gpus")) && j.GPUs > facts.GPUResourcesPerNode {
-			r.add(check.Invalid(ip.Child("gpus"), j.GPUs, "must be between 1 and the %d GPUs of one %s node", facts.GPUResourcesPerNode, j.Pool))
+			r.add(fielderr.Invalid(ip.Child("gpus"), j.GPUs, "must be between 1 and the %d GPUs of one %s node", facts.GPUResourcesPerNode, j.Pool))
 		}
 		r.checkJobSecurity(ip.Child("security"), j, sp)
 		sp.Jobs = append(sp.Jobs, serving.NewJob(j, *facts, runtime))
@@ -221,8 +221,8 @@ func (r *resolver) resolveServing(p *Plan, o serving.Options) *serving.Plan {
 // resolveOllama places an Ollama model: on its GPU pool, or on CPU nodes
 // (no pool; a nodeSelector must not pick a GPU pool), sized and checked
 // against the pool.
-func (r *resolver) resolveOllama(ip *field.Path, m serving.ModelSpec, p *Plan, sp *serving.Plan) {
-	var pool *gpupool.Pool
+func (r *resolver) resolveOllama(ip *field.Path, m serving.ModelSpec, p *Stack, sp *serving.Resolved) {
+	var pool *gpupool.Facts
 	if m.Pool != "" {
 		facts, _ := r.pool(ip.Child("pool"), m.Pool)
 		if facts == nil {
@@ -230,7 +230,7 @@ func (r *resolver) resolveOllama(ip *field.Path, m serving.ModelSpec, p *Plan, s
 		}
 		pool = facts
 	} else if name, picks := gpupool.SelectedPool(m.NodeSelector, p.Facts()); picks {
-		r.add(check.Invalid(ip.Child("nodeSelector"), m.NodeSelector, "selects the nodes of GPU pool %s: to run on it, set pool: %s (a model without pool runs on CPU nodes)", name, name))
+		r.add(fielderr.Invalid(ip.Child("nodeSelector"), m.NodeSelector, "selects the nodes of GPU pool %s: to run on it, set pool: %s (a model without pool runs on CPU nodes)", name, name))
 		return
 	}
 	srv, sized := serving.NewOllamaServer(m, pool, sp.Options, p.Platform.RuntimeClass())
@@ -251,27 +251,27 @@ func (r *resolver) checkEgress(o serving.Options) {
 	}
 	switch {
 	case o.NetworkPolicy == serving.CIDR && len(o.DownloadCIDRs) == 0:
-		r.add(check.Required(p.Child("downloadCIDRs"), "required with networkPolicy %s: the address ranges of the weights store (and, with workload identity, of %s), or set networkPolicy to %s where the cluster runs Cilium", serving.CIDR, serving.IdentityHost, serving.Cilium))
+		r.add(fielderr.Required(p.Child("downloadCIDRs"), "required with networkPolicy %s: the address ranges of the weights store (and, with workload identity, of %s), or set networkPolicy to %s where the cluster runs Cilium", serving.CIDR, serving.IdentityHost, serving.Cilium))
 	case o.NetworkPolicy == serving.Cilium && len(o.DownloadCIDRs) > 0:
-		r.add(check.Forbidden(p.Child("downloadCIDRs"), o.DownloadCIDRs, "read only with networkPolicy %s; with %s the download Jobs reach the store by name", serving.CIDR, serving.Cilium))
+		r.add(fielderr.Forbidden(p.Child("downloadCIDRs"), o.DownloadCIDRs, "read only with networkPolicy %s; with %s the download Jobs reach the store by name", serving.CIDR, serving.Cilium))
 	}
 }
 
 // checkJobSecurity: what a batch job declares beyond the restricted
 // defaults must be admitted by its namespace's level, as Pod Security
 // admission judges the job's pods.
-func (r *resolver) checkJobSecurity(p *field.Path, j serving.BatchJobSpec, sp *serving.Plan) {
+func (r *resolver) checkJobSecurity(p *field.Path, j serving.BatchJobSpec, sp *serving.Resolved) {
 	if r.reported(p) {
 		return
 	}
 	need, why, err := j.Security.NeededLevel(j.Name)
 	if err != nil {
-		r.add(check.Invalid(p, j.Security, "%v", err))
+		r.add(fielderr.Invalid(p, j.Security, "%v", err))
 		return
 	}
 	if have := sp.PodSecurity.Level(podsecurity.Batch); podsecurity.Stricter(have, need) {
 		declared, _ := json.Marshal(j.Security)
-		r.add(check.Forbidden(p, string(declared), "needs Pod Security level %s (%s), and the batch namespace %q enforces %s: lower it with %s.batch {level: %s, reason: ...}, or declare less",
+		r.add(fielderr.Forbidden(p, string(declared), "needs Pod Security level %s (%s), and the batch namespace %q enforces %s: lower it with %s.batch {level: %s, reason: ...}, or declare less",
 			need, strings.Join(why, "; "), sp.Options.BatchNamespace, have, config.Key("podSecurity"), need))
 	}
 }
@@ -288,7 +288,7 @@ func (r *resolver) reportedAny(p *field.Path, keys []string) bool {
 // ownImages are the images the stack runs in the policies' scope, with
 // what runs them: the platform layer's charts, the model servers and
 // their helpers, the batch jobs.
-func ownImages(p *Plan, o serving.Options) []policy.Image {
+func ownImages(p *Stack, o serving.Options) []policy.Image {
 	var out []policy.Image
 	for _, c := range p.Platform.Installed() {
 		for _, img := range c.Images {
@@ -327,7 +327,7 @@ func ownImages(p *Plan, o serving.Options) []policy.Image {
 }
 
 // charts are the charts the stack installs.
-func charts(p *Plan) []helm.Chart {
+func charts(p *Stack) []helm.Chart {
 	out := p.Platform.Installed()
 	if s := p.Serving; s != nil {
 		out = append(out, s.Charts()...)
@@ -343,19 +343,19 @@ func charts(p *Plan) []helm.Chart {
 
 // checkChartDir fails early, naming each missing archive, rather than in
 // the middle of an up.
-func (r *resolver) checkChartDir(p *Plan) {
+func (r *resolver) checkChartDir(p *Stack) {
 	dir := p.Platform.ChartDir
 	if dir == "" {
 		return
 	}
 	at := key("platform").Child("chartDir")
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		r.add(check.Invalid(at, dir, "must be a directory of chart archives (or set %s)", ChartDirEnv))
+		r.add(fielderr.Invalid(at, dir, "must be a directory of chart archives (or set %s)", ChartDirEnv))
 		return
 	}
 	for _, c := range charts(p) {
 		if _, err := os.Stat(c.Archive(dir)); err != nil {
-			r.add(check.Invalid(at, dir, "has no %s: put the chart archive there", filepath.Base(c.Archive(dir))))
+			r.add(fielderr.Invalid(at, dir, "has no %s: put the chart archive there", filepath.Base(c.Archive(dir))))
 		}
 	}
 }
@@ -363,7 +363,7 @@ func (r *resolver) checkChartDir(p *Plan) {
 // costs prices each pool: at minNodes, at maxNodes, and at the nodes the
 // models' minReplicas keep up (each replica takes tensorParallel of a
 // node's GPU resources).
-func costs(spec pricing.Spec, p *Plan) map[string]Cost {
+func costs(spec pricing.Spec, p *Stack) map[string]Cost {
 	busy := map[string]int{}
 	if p.Serving != nil {
 		for _, e := range p.Serving.Engines {
@@ -385,7 +385,7 @@ func costs(spec pricing.Spec, p *Plan) map[string]Cost {
 // the model servers' and the batch jobs'), and the storage class of the
 // weight caches, which it never backs up (the weights are in object
 // storage).
-func backupScope(p *Plan, o serving.Options) (namespaces, skipClasses []string) {
+func backupScope(p *Stack, o serving.Options) (namespaces, skipClasses []string) {
 	namespaces = []string{p.Platform.Namespace}
 	if p.Logging.Install {
 		namespaces = append(namespaces, p.Logging.Namespace)
@@ -417,7 +417,7 @@ func objectName(stack string) string {
 // resolveVectorDBs defaults the vector databases and checks what needs
 // the rest of the stack: no nodeSelector that picks a GPU pool, and
 // pgvector backups only into the stack's storage, of its kind.
-func (r *resolver) resolveVectorDBs(p *Plan) ([]vectordb.Spec, *vectordb.Store) {
+func (r *resolver) resolveVectorDBs(p *Stack) ([]vectordb.Spec, *vectordb.Store) {
 	var out []vectordb.Spec
 	backups := false
 	for i, s := range r.cfg.VectorDBs {
@@ -431,13 +431,13 @@ func (r *resolver) resolveVectorDBs(p *Plan) ([]vectordb.Spec, *vectordb.Store) 
 			st := r.cfg.Storage
 			switch {
 			case st == nil:
-				r.add(check.Required(key("storage"), "required by vectorDBs[%d].backup: the object store the backups go to", i))
+				r.add(fielderr.Required(key("storage"), "required by vectorDBs[%d].backup: the object store the backups go to", i))
 			case st.Kind == serving.S3 && !strings.HasPrefix(s.Backup, "s3://"):
-				r.add(check.Invalid(ip.Child("backup"), s.Backup, "must be an s3://bucket/path in the stack's S3 storage (%s)", st.Endpoint))
+				r.add(fielderr.Invalid(ip.Child("backup"), s.Backup, "must be an s3://bucket/path in the stack's S3 storage (%s)", st.Endpoint))
 			case st.Kind == serving.AzureBlob && !strings.HasPrefix(s.Backup, "https://"+st.Account+".blob."):
-				r.add(check.Invalid(ip.Child("backup"), s.Backup, "must be a container URL of the stack's storage account, https://%s.blob.core.windows.net/<container>/<path>", st.Account))
+				r.add(fielderr.Invalid(ip.Child("backup"), s.Backup, "must be a container URL of the stack's storage account, https://%s.blob.core.windows.net/<container>/<path>", st.Account))
 			case st.Kind == serving.AzureBlob && st.ClientID == "":
-				r.add(check.Required(key("storage").Child("clientId"), "required by vectorDBs[%d].backup: CloudNativePG signs in to Blob storage with workload identity", i))
+				r.add(fielderr.Required(key("storage").Child("clientId"), "required by vectorDBs[%d].backup: CloudNativePG signs in to Blob storage with workload identity", i))
 			}
 		}
 		out = append(out, s.Defaults())

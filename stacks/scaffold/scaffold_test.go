@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
-	"github.com/natron/gpu-node-pools/stacks/precheck"
+	"github.com/natron/gpu-node-pools/stacks/preflight"
 	"github.com/natron/gpu-node-pools/stacks/scaffold"
 )
 
@@ -39,7 +39,7 @@ func TestScaffoldedStacksLoad(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := precheck.Stack(dir, o.Name, func(string, string) bool { return true })
+			r := preflight.Stack(dir, o.Name, func(string, string) bool { return true })
 			var problems []string
 			for _, e := range r.Errors {
 				for _, line := range strings.Split(e, "\n")[1:] {

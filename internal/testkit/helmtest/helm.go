@@ -13,7 +13,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/components/helm"
+	"github.com/natron/gpu-node-pools/internal/helm"
 )
 
 // RenderChart renders a chart archive offline as `helm template` would (the

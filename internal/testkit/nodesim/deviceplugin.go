@@ -3,7 +3,7 @@ package nodesim
 import (
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/internal/catalog"
 )
 
 // Advertised is what the NVIDIA device plugin (v0.20.0) advertises on a

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/internal/catalog"
 )
 
 // PCIDevice is one PCI function of a host, as NFD reads it from sysfs.

@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
 )
 
 // GFDLabels are the labels GPU feature discovery (k8s-device-plugin
@@ -16,7 +16,7 @@ import (
 // pool advertises: product (with -MIG-<profile> under the single MIG
 // strategy, -SHARED when time-sliced), count, replicas, sharing strategy,
 // memory in MiB, and the architecture.
-func GFDLabels(p gpupool.Pool) map[string]string {
+func GFDLabels(p gpupool.Facts) map[string]string {
 	res := p.GPUResource
 	product := sanitise(p.GPUModel)
 	count, memMiB := p.GPUsPerNode, p.GPUMemoryGB*1024

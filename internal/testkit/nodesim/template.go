@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
+	"github.com/natron/gpu-node-pools/internal/catalog"
 )
 
 // Capacity annotations the cluster autoscaler's Cluster API provider reads

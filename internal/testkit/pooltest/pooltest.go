@@ -5,8 +5,8 @@ package pooltest
 import (
 	"testing"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/gpupool"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
 )
 
 // Resolved is a pool with its node shape from a catalog section and its
@@ -21,9 +21,9 @@ func Resolved(t testing.TB, section catalog.Section, spec gpupool.Spec) gpupool.
 }
 
 // Facts are the facts of pools from one catalog section.
-func Facts(t testing.TB, section catalog.Section, specs ...gpupool.Spec) []gpupool.Pool {
+func Facts(t testing.TB, section catalog.Section, specs ...gpupool.Spec) []gpupool.Facts {
 	t.Helper()
-	out := make([]gpupool.Pool, len(specs))
+	out := make([]gpupool.Facts, len(specs))
 	for i, s := range specs {
 		out[i] = Resolved(t, section, s).Facts
 	}

@@ -21,7 +21,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/components/kube"
+	"github.com/natron/gpu-node-pools/internal/kube"
 )
 
 // Timeline is what Prometheus's rule engine made of one alerting rule,

@@ -4,8 +4,8 @@ import (
 	containerservice "github.com/pulumi/pulumi-azure-native-sdk/containerservice/v2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/gpupool"
-	"github.com/natron/gpu-node-pools/components/kube"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/kube"
 )
 
 // DefaultOSDiskSizeGB fits the OS plus a few multi-GB inference images

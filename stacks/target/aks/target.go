@@ -11,10 +11,10 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/catalog"
-	"github.com/natron/gpu-node-pools/components/check"
-	"github.com/natron/gpu-node-pools/components/gpupool"
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/stacks/target"
 )
 
@@ -46,7 +46,7 @@ func (Target) Defaults() target.Defaults {
 // driver over the node image's.
 func (Target) ValidatePlatform(p *field.Path, s platform.Spec) field.ErrorList {
 	if s.GPUStack == platform.GPUOperator {
-		return field.ErrorList{check.Forbidden(p.Child("gpuStack"), string(s.GPUStack), "AKS node images ship the NVIDIA driver: use device-plugin on target aks")}
+		return field.ErrorList{fielderr.Forbidden(p.Child("gpuStack"), string(s.GPUStack), "AKS node images ship the NVIDIA driver: use device-plugin on target aks")}
 	}
 	return nil
 }
@@ -65,22 +65,22 @@ func (Target) ValidatePool(p *field.Path, s gpupool.Spec) field.ErrorList {
 	if s.SpotMaxPrice != nil {
 		switch price := *s.SpotMaxPrice; {
 		case !s.Spot:
-			errs = append(errs, check.Invalid(p.Child("spotMaxPrice"), price, "only with spot: true"))
+			errs = append(errs, fielderr.Invalid(p.Child("spotMaxPrice"), price, "only with spot: true"))
 		case price != -1 && price <= 0:
-			errs = append(errs, check.Invalid(p.Child("spotMaxPrice"), price, "must be -1 (up to the on-demand price) or a price > 0 in US dollars per hour"))
+			errs = append(errs, fielderr.Invalid(p.Child("spotMaxPrice"), price, "must be -1 (up to the on-demand price) or a price > 0 in US dollars per hour"))
 		}
 	}
 	seen := map[string]bool{}
 	for j, z := range s.Zones {
 		if !slices.Contains(zones, z) {
-			errs = append(errs, check.NotSupported(p.Child("zones").Index(j), z, zones))
+			errs = append(errs, fielderr.NotSupported(p.Child("zones").Index(j), z, zones))
 		} else if seen[z] {
-			errs = append(errs, check.Duplicate(p.Child("zones").Index(j), z, "must not repeat a zone"))
+			errs = append(errs, fielderr.Duplicate(p.Child("zones").Index(j), z, "must not repeat a zone"))
 		}
 		seen[z] = true
 	}
 	if s.OSDiskSizeGB != 0 && (s.OSDiskSizeGB < minDiskGB || s.OSDiskSizeGB > maxDiskGB) {
-		errs = append(errs, check.Invalid(p.Child("osDiskSizeGB"), s.OSDiskSizeGB, "must be between %d and %d", minDiskGB, maxDiskGB))
+		errs = append(errs, fielderr.Invalid(p.Child("osDiskSizeGB"), s.OSDiskSizeGB, "must be between %d and %d", minDiskGB, maxDiskGB))
 	}
 	return errs
 }
@@ -103,13 +103,13 @@ var (
 func (c *Cluster) Validate(p *field.Path, _ bool) field.ErrorList {
 	var errs field.ErrorList
 	if !resourceGroupRe.MatchString(c.ResourceGroup) {
-		errs = append(errs, check.Invalid(p.Child("resourceGroup"), c.ResourceGroup, "must be an Azure resource group name (1-90 letters, digits, '-', '_', '.', '(', ')', not ending in '.')"))
+		errs = append(errs, fielderr.Invalid(p.Child("resourceGroup"), c.ResourceGroup, "must be an Azure resource group name (1-90 letters, digits, '-', '_', '.', '(', ')', not ending in '.')"))
 	}
 	if !clusterNameRe.MatchString(c.ClusterName) {
-		errs = append(errs, check.Invalid(p.Child("clusterName"), c.ClusterName, "must be an AKS cluster name (1-63 letters, digits, '-', '_', starting and ending with a letter or digit)"))
+		errs = append(errs, fielderr.Invalid(p.Child("clusterName"), c.ClusterName, "must be an AKS cluster name (1-63 letters, digits, '-', '_', starting and ending with a letter or digit)"))
 	}
 	if c.Login != "" && !slices.Contains(Logins, c.Login) {
-		errs = append(errs, check.NotSupported(p.Child("login"), c.Login, Logins))
+		errs = append(errs, fielderr.NotSupported(p.Child("login"), c.Login, Logins))
 	}
 	return errs
 }

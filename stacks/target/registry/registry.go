@@ -5,13 +5,13 @@ package registry
 import (
 	"github.com/natron/gpu-node-pools/stacks/target"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
-	"github.com/natron/gpu-node-pools/stacks/target/baremetal"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // targets in the order they are documented.
 var targets = []target.Target{
 	aks.Target{},
-	baremetal.Target{},
+	natron.Target{},
 }
 
 // All lists the targets in documentation order.

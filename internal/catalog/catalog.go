@@ -1,0 +1,145 @@
+// Package catalog is the one place that knows GPU hardware: the GPU models,
+// their MIG partitions, and one section of node shapes per target (AKS VM
+// sizes in azure.go, bare-metal hardware profiles in baremetal.go).
+//
+// To add a size, add one entry to its section. A new target adds a file
+// with its own section.
+package catalog
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/internal/fielderr"
+)
+
+// Target names where a pool's nodes come from: the value of the target
+// config key.
+type Target string
+
+// GPU describes one accelerator model.
+type GPU struct {
+	// Model is the marketing name, e.g. "NVIDIA A100 80GB PCIe".
+	Model string
+	// Label is a node-label-safe short name, e.g. "a100-80gb".
+	Label string
+	// MemoryGB is the framebuffer of one GPU.
+	MemoryGB int
+	// MIG is true where the GPU can be partitioned with Multi-Instance GPU.
+	MIG bool
+	// ComputeCapability is CUDA's major*10+minor (NVIDIA's CUDA GPUs list):
+	// which kernels, and so which quantization methods, the GPU runs.
+	ComputeCapability int
+	// Speed is the data sheet's bandwidth and throughput (gpus.go).
+	Speed
+}
+
+var (
+	a100PCIe80 = GPU{Model: "NVIDIA A100 80GB PCIe", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80, Speed: a100PCIe80Speed}
+	a100SXM40  = GPU{Model: "NVIDIA A100 40GB SXM4", Label: "a100-40gb", MemoryGB: 40, MIG: true, ComputeCapability: 80, Speed: a100SXM40Speed}
+	a100SXM80  = GPU{Model: "NVIDIA A100 80GB SXM4", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80, Speed: a100SXM80Speed}
+	h100NVL    = GPU{Model: "NVIDIA H100 NVL", Label: "h100-94gb", MemoryGB: 94, MIG: true, ComputeCapability: 90, Speed: h100NVLSpeed}
+	h100SXM    = GPU{Model: "NVIDIA H100 80GB HBM3", Label: "h100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 90, Speed: h100SXMSpeed}
+	h200SXM    = GPU{Model: "NVIDIA H200 141GB HBM3e", Label: "h200-141gb", MemoryGB: 141, MIG: true, ComputeCapability: 90, Speed: h200SXMSpeed}
+	v100       = GPU{Model: "NVIDIA Tesla V100 16GB", Label: "v100-16gb", MemoryGB: 16, ComputeCapability: 70, Speed: v100PCIeSpeed}
+	t4         = GPU{Model: "NVIDIA Tesla T4", Label: "t4-16gb", MemoryGB: 16, ComputeCapability: 75, Speed: t4Speed}
+	a10        = GPU{Model: "NVIDIA A10", Label: "a10-24gb", MemoryGB: 24, ComputeCapability: 86, Speed: a10Speed}
+)
+
+// SKU is one node shape: an AKS VM size or a bare-metal hardware profile.
+type SKU struct {
+	Name      string
+	Target    Target
+	Family    string
+	GPU       GPU
+	GPUs      int // GPUs per node
+	VCPUs     int
+	MemoryGiB int
+	// Link is how the node's GPUs reach each other (tensor parallelism's
+	// all-reduces cross it).
+	Link Link
+}
+
+// Section is one target's node shapes.
+type Section struct {
+	target Target
+	byName map[string]SKU
+}
+
+// NewSection indexes a target's node shapes by name.
+func NewSection(t Target, skus []SKU) Section {
+	s := Section{target: t, byName: make(map[string]SKU, len(skus))}
+	for _, sku := range skus {
+		sku.Target = t
+		s.byName[sku.Name] = sku
+	}
+	return s
+}
+
+// Target is the target the section belongs to.
+func (s Section) Target() Target { return s.target }
+
+// Names lists the section's SKU names, sorted, for error messages.
+func (s Section) Names() []string { return slices.Sorted(maps.Keys(s.byName)) }
+
+// SKU is the sku key's validator and the one SKU lookup: the node shape
+// named, or the problem that lists the known ones.
+func (s Section) SKU(p *field.Path, name string) (SKU, *field.Error) {
+	if sku, ok := s.byName[name]; ok {
+		return sku, nil
+	}
+	return SKU{}, fielderr.Invalid(p, name, "unknown for target %s; known: %s", s.target, strings.Join(s.Names(), ", "))
+}
+
+// MIGProfile is an AKS GPU instance profile name (MIG1g .. MIG7g).
+type MIGProfile string
+
+// MIGProfiles lists the valid profiles in order.
+var MIGProfiles = []MIGProfile{"MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"}
+
+// migShape is compute slices, memory eighths and instances per GPU of a
+// profile. Memory comes in eighths on every MIG GPU: 3g and 4g both get half.
+var migShape = map[MIGProfile]struct{ slices, eighths, perGPU int }{
+	"MIG1g": {1, 1, 7},
+	"MIG2g": {2, 2, 3},
+	"MIG3g": {3, 4, 2},
+	"MIG4g": {4, 4, 1},
+	"MIG7g": {7, 8, 1},
+}
+
+// ValidMIG reports whether p is a known profile.
+func ValidMIG(p MIGProfile) bool { _, ok := migShape[p]; return ok }
+
+// MIGSlice is what one MIG instance of a profile gives on a GPU.
+type MIGSlice struct {
+	// Name is NVIDIA's profile name, e.g. "3g.40gb".
+	Name string
+	// MemoryGB is the framebuffer of one instance.
+	MemoryGB int
+	// PerGPU is how many instances one GPU is split into.
+	PerGPU int
+}
+
+// Slice returns the MIG instance shape of profile p on GPU g.
+func (g GPU) Slice(p MIGProfile) (MIGSlice, bool) {
+	s, ok := migShape[p]
+	if !ok || !g.MIG {
+		return MIGSlice{}, false
+	}
+	mem := int(math.Round(float64(g.MemoryGB*s.eighths) / 8))
+	return MIGSlice{Name: strconv.Itoa(s.slices) + "g." + strconv.Itoa(mem) + "gb", MemoryGB: mem, PerGPU: s.perGPU}, true
+}
+
+// SKUs lists the section's node shapes, by name.
+func (s Section) SKUs() []SKU {
+	out := make([]SKU, 0, len(s.byName))
+	for _, n := range s.Names() {
+		out = append(out, s.byName[n])
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+// Package gpupool is what every target shares about a GPU pool: the pool
+// as written and its rules, its facts for the layers above (the GPU
+// platform, serving, policies), its node labels and the GPU taint. Each
+// target builds its pools from these (stacks/target/aks, .../baremetal).
+package gpupool
+
+import (
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/fielderr"
+)
+
+// Spec is one pool as written in config (gpu-node-pools:pools[i]). Field names
+// are the config contract: keep them stable.
+type Spec struct {
+	Name         string             `json:"name"`
+	SKU          string             `json:"sku"`
+	MinNodes     int                `json:"minNodes"`
+	MaxNodes     int                `json:"maxNodes"`
+	Spot         bool               `json:"spot,omitempty"`
+	SpotMaxPrice *float64           `json:"spotMaxPrice,omitempty"`
+	MIGProfile   catalog.MIGProfile `json:"migProfile,omitempty"`
+	Zones        []string           `json:"zones,omitempty"`
+	OSDiskSizeGB int                `json:"osDiskSizeGB,omitempty"`
+	Labels       map[string]string  `json:"labels,omitempty"`
+	// TimeSlicing shares each GPU between this many pods (0: no sharing).
+	TimeSlicing int `json:"timeSlicing,omitempty"`
+}
+
+// Limits of a pool, on every target.
+const (
+	// MaxNodesLimit is AKS's per-pool maximum; bare metal uses the same.
+	MaxNodesLimit = 1000
+	// MaxTimeSlicing bounds GPU sharing: beyond this, context switching
+	// eats the GPU and per-pod memory is too small to be useful.
+	MaxTimeSlicing = 48
+)
+
+// nameRe is AKS's agent pool name rule, kept on every target so that a
+// pool can move between them.
+var nameRe = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)
+
+// Validate checks the rules every target shares; targets check their own
+// keys, and ValidateSKU what depends on the node shape.
+func (s Spec) Validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if !nameRe.MatchString(s.Name) {
+		errs = append(errs, fielderr.Invalid(p.Child("name"), s.Name, "must be lowercase letters and digits, start with a letter, at most 12 characters"))
+	}
+	if s.MinNodes < 0 {
+		errs = append(errs, fielderr.Invalid(p.Child("minNodes"), s.MinNodes, "must be >= 0 (0 scales to zero)"))
+	}
+	switch maxNodes := p.Child("maxNodes"); {
+	case s.MaxNodes < 1:
+		errs = append(errs, fielderr.Invalid(maxNodes, s.MaxNodes, "must be between 1 and %d", MaxNodesLimit))
+	case s.MaxNodes > MaxNodesLimit:
+		errs = append(errs, fielderr.Invalid(maxNodes, s.MaxNodes, "must be <= %d", MaxNodesLimit))
+	case s.MaxNodes < s.MinNodes:
+		errs = append(errs, fielderr.Invalid(maxNodes, s.MaxNodes, "must be >= minNodes (%d)", s.MinNodes))
+	}
+	if s.MIGProfile != "" && !catalog.ValidMIG(s.MIGProfile) {
+		errs = append(errs, fielderr.NotSupported(p.Child("migProfile"), string(s.MIGProfile), catalog.MIGProfiles))
+	}
+	errs = append(errs, fielderr.Labels(p.Child("labels"), s.Labels, ReservedLabel, reservedLabelDomains)...)
+	switch ts := p.Child("timeSlicing"); {
+	case s.TimeSlicing == 0:
+	case s.TimeSlicing < 2 || s.TimeSlicing > MaxTimeSlicing:
+		errs = append(errs, fielderr.Invalid(ts, s.TimeSlicing, "must be 0 (no sharing) or 2-%d pods per GPU", MaxTimeSlicing))
+	case s.MIGProfile != "":
+		errs = append(errs, fielderr.Invalid(ts, s.TimeSlicing, "use either migProfile (hard partitions) or timeSlicing (shared GPUs), not both; migProfile is %s", s.MIGProfile))
+	}
+	return errs
+}
+
+// ValidateSKU checks what depends on the pool's node shape.
+func (s Spec) ValidateSKU(p *field.Path, sku catalog.SKU) field.ErrorList {
+	if s.MIGProfile != "" && catalog.ValidMIG(s.MIGProfile) && !sku.GPU.MIG {
+		return field.ErrorList{fielderr.Invalid(p.Child("migProfile"), string(s.MIGProfile),
+			"%s has %s GPUs, which do not support MIG; remove migProfile or pick an A100, H100 or H200 size", sku.Name, sku.GPU.Model)}
+	}
+	return nil
+}
+
+// Resolved is a validated pool with its node shape and its facts, each
+// decided once when the stack's plan is made.
+type Resolved struct {
+	Spec  Spec
+	SKU   catalog.SKU
+	Facts Facts
+}
+
+// Resolve makes a validated pool's facts from its spec and node shape.
+func Resolve(spec Spec, sku catalog.SKU) Resolved {
+	return Resolved{Spec: spec, SKU: sku, Facts: NewFacts(spec, sku)}
+}
+
+// Labels and taints the program owns. Users may not set these keys.
+const (
+	// LabelPool names the pool; it is the node selector for the pool.
+	LabelPool = "gpu.natron.cloud/pool"
+	// LabelGPUModel is the catalog's short GPU name, e.g. "a100-80gb".
+	LabelGPUModel = "gpu.natron.cloud/gpu-model"
+	// LabelGPUCount is the number of physical GPUs per node.
+	LabelGPUCount = "gpu.natron.cloud/gpu-count"
+	// LabelSKU is the VM size or bare-metal profile.
+	LabelSKU = "gpu.natron.cloud/sku"
+	// LabelGPUPresent is what the NVIDIA device plugin chart selects on.
+	LabelGPUPresent = "nvidia.com/gpu.present"
+	// LabelDevicePluginConfig picks the node's entry in the device plugin's
+	// config map (MIG and time-slicing pools get their own).
+	LabelDevicePluginConfig = "nvidia.com/device-plugin.config"
+
+	// GPUTaintKey etc. make up nvidia.com/gpu=present:NoSchedule.
+	GPUTaintKey    = "nvidia.com/gpu"
+	GPUTaintValue  = "present"
+	GPUTaintEffect = "NoSchedule"
+	// SpotTaintKey is the taint AKS adds by itself to every spot node.
+	SpotTaintKey   = "kubernetes.azure.com/scalesetpriority"
+	SpotTaintValue = "spot"
+)
+
+// GPUTaint is the taint every GPU node carries, in kubectl notation.
+const GPUTaint = GPUTaintKey + "=" + GPUTaintValue + ":" + GPUTaintEffect
+
+// reservedLabelDomains are label key prefixes (and their subdomains) users
+// may not set on a pool: the program's own, NVIDIA's (feature discovery and
+// the GPU operator own them), Cluster API's and Metal3's, and those kubelet
+// or AKS refuse or reserve.
+var reservedLabelDomains = []string{
+	"gpu.natron.cloud", "nvidia.com", "cluster-api", "x-k8s.io", "metal3.io",
+	"kubernetes.azure.com", "kubernetes.io", "k8s.io",
+}
+
+// ReservedLabel reports whether a label key belongs to the program or the
+// platform, and so may not be set through a pool's labels.
+func ReservedLabel(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	for _, d := range reservedLabelDomains {
+		if prefix == d || strings.HasSuffix(prefix, "."+d) {
+			return true
+		}
+	}
+	return false
+}

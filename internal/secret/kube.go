@@ -1,0 +1,30 @@
+package secret
+
+import (
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/internal/plain"
+)
+
+// Place puts a Secret of the given type ("" for Opaque) holding data in a
+// namespace, its values as Pulumi secrets. A render leaves it out, since
+// its files would hold the values in plain text: then nothing is
+// registered and the External that names it (its keys are data's) comes
+// back instead, for the cluster's secret manager or an ExternalSecret.
+func Place(ctx *pulumi.Context, resource, namespace, name, typ string, data pulumi.StringMap, rendering bool,
+	opts ...pulumi.ResourceOption) (*corev1.Secret, *External, error) {
+	if rendering {
+		return nil, &External{Namespace: namespace, Name: name, Keys: plain.SortedKeys(data)}, nil
+	}
+	args := &corev1.SecretArgs{
+		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(name), Namespace: pulumi.String(namespace)},
+		StringData: pulumi.ToSecret(data).(pulumi.StringMapOutput),
+	}
+	if typ != "" {
+		args.Type = pulumi.String(typ)
+	}
+	s, err := corev1.NewSecret(ctx, resource, args, opts...)
+	return s, nil, err
+}

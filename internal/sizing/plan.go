@@ -1,0 +1,220 @@
+package sizing
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/models"
+	"github.com/natron/gpu-node-pools/internal/pricing"
+)
+
+// Requirements are what a customer asks for.
+type Requirements struct {
+	// Model is a catalog model; Quantization vLLM's --quantization ("":
+	// the checkpoint's).
+	Model        string
+	Quantization string
+	// Context is the longest sequence (maxModelLen; 0: the native
+	// context), and each of Concurrency streams may hold it at once.
+	Context     int
+	Concurrency int
+	// TPOT is the slowest acceptable time per output token, seconds.
+	TPOT float64
+	// Prompt is the prompt length the time to first token is given for
+	// (0: a quarter of the context).
+	Prompt int
+	// Region prices the AKS sizes; Spot ranks by spot prices.
+	Region string
+	Spot   bool
+}
+
+// Design is one way to meet the requirements: a node shape, the tensor
+// parallelism and replicas on it, how fast they answer and what the
+// nodes cost.
+type Design struct {
+	SKU            string  `json:"sku"`
+	GPU            string  `json:"gpu"`
+	NodeGPUs       int     `json:"nodeGpus"`
+	TensorParallel int     `json:"tensorParallel"`
+	Batch          int     `json:"batch"` // streams per replica at peak
+	Replicas       int     `json:"replicas"`
+	MinNodes       int     `json:"minNodes"`
+	MaxNodes       int     `json:"maxNodes"`
+	TPOTMs         float64 `json:"tpotMs"`
+	TTFTMs         float64 `json:"ttftMs"`
+	TokensPerSec   float64 `json:"tokensPerSecondPerReplica"`
+	TotalTokensSec float64 `json:"tokensPerSecond"`
+	// Hourly prices of one node (0: none on record) and the monthly cost
+	// of MaxNodes nodes.
+	HourlyOnDemand  float64 `json:"hourlyOnDemand,omitempty"`
+	HourlySpot      float64 `json:"hourlySpot,omitempty"`
+	MonthlyOnDemand float64 `json:"monthlyOnDemand,omitempty"`
+	MonthlySpot     float64 `json:"monthlySpot,omitempty"`
+	PriceNote       string  `json:"priceNote,omitempty"`
+}
+
+// Rejected is a node shape that cannot meet the requirements, and why.
+type Rejected struct {
+	SKU    string `json:"sku"`
+	Reason string `json:"reason"`
+}
+
+// Result is every feasible design, cheapest first, and every rejected
+// shape.
+type Result struct {
+	Model    string     `json:"model"`
+	Context  int        `json:"context"`
+	Designs  []Design   `json:"designs"`
+	Rejected []Rejected `json:"rejected"`
+}
+
+// NothingFits is the error when no design meets the requirements: the
+// requirement that fails and the closest design.
+type NothingFits struct{ Msg string }
+
+func (e *NothingFits) Error() string { return e.Msg }
+
+// Recommend lists the designs on section's node shapes that serve req, ranked
+// by monthly cost (spot with req.Spot; shapes without a price on record
+// after the priced ones, by the GPUs they keep). prices are the node shapes'
+// prices; nil prices rank by GPU count only.
+func Recommend(req Requirements, section catalog.Section, prices pricing.Table) (*Result, error) {
+	entry, ok := models.Known.Lookup(req.Model)
+	if !ok {
+		return nil, fmt.Errorf("model: %q is not in the catalog; one of %s", req.Model, strings.Join(models.Known.Names(), ", "))
+	}
+	ctx := req.Context
+	if ctx == 0 {
+		ctx = entry.NativeContext
+	}
+	switch {
+	case ctx < 1 || ctx > entry.NativeContext:
+		return nil, fmt.Errorf("context: must be between 1 and %s's native %d tokens, got %d", entry.Name, entry.NativeContext, req.Context)
+	case req.Concurrency < 1:
+		return nil, fmt.Errorf("concurrency: must be >= 1 stream, got %d", req.Concurrency)
+	case req.TPOT <= 0:
+		return nil, fmt.Errorf("tpot: must be > 0 ms per output token, got %g", req.TPOT*1000)
+	}
+	quant := req.Quantization
+	if quant == "" {
+		quant = entry.Quantization
+	}
+	if _, known := serving.Quantizations[quant]; quant != "" && !known {
+		return nil, fmt.Errorf("quantization: must be one of %s, got %q", strings.Join(serving.QuantizationNames(), ", "), quant)
+	}
+	prompt := req.Prompt
+	if prompt == 0 {
+		prompt = max(ctx/4, 1)
+	}
+	res := &Result{Model: entry.Name, Context: ctx}
+	var closest string
+	closestTPOT := math.Inf(1)
+	for _, sku := range section.SKUs() {
+		m := serving.Model{Name: entry.Name, ParametersB: entry.ParametersB, Dtype: serving.DefaultDtype, Quantization: quant,
+			GPUMemoryUtilization: serving.DefaultUtilization, MaxModelLen: ctx, Shape: entry.Shape}
+		pool := gpupool.NewFacts(gpupool.Spec{Name: sku.Name}, sku)
+		if why := serving.QuantizationMisfit(quant, sku.GPU.Model, sku.GPU.ComputeCapability); why != "" {
+			res.Rejected = append(res.Rejected, Rejected{sku.Name, why})
+			continue
+		}
+		// the largest tensor parallelism's reason: the closest it came
+		reason, found := "", false
+		for _, tp := range serving.TensorParallels(m, pool) {
+			d, why := design(req, entry, m, pool, sku, tp, ctx, prompt)
+			if d == nil {
+				reason = why
+				if t := NewDeployment(entry, m, sku, tp).TPOT(1, ctx); serving.Sizing(m, pool, tp).KVTokens() >= ctx && t < closestTPOT {
+					closestTPOT, closest = t, fmt.Sprintf("%s at tensorParallel %d: %.1f ms per token", sku.Name, tp, t*1000)
+				}
+				continue
+			}
+			price(d, sku.Name, req.Region, prices)
+			res.Designs = append(res.Designs, *d)
+			found = true
+		}
+		if !found && reason != "" {
+			res.Rejected = append(res.Rejected, Rejected{sku.Name, reason})
+		}
+	}
+	if len(res.Designs) == 0 {
+		msg := fmt.Sprintf("no design serves %s at context %d with %d streams within %g ms per token", entry.Name, ctx, req.Concurrency, req.TPOT*1000)
+		if closest != "" {
+			msg += "; the closest is " + closest
+		} else {
+			msg += "; no node shape holds one sequence of that context: lower context or quantize"
+		}
+		return res, &NothingFits{msg}
+	}
+	sort.SliceStable(res.Designs, func(i, j int) bool { return less(res.Designs[i], res.Designs[j], req.Spot) })
+	return res, nil
+}
+
+// design is the cheapest way to serve req at tensor parallelism tp on
+// sku, or why there is none: each replica takes as many streams as its KV
+// cache holds at the full context and its time per token allows.
+func design(req Requirements, entry models.Card, m serving.Model, pool gpupool.Facts, sku catalog.SKU, tp, ctx, prompt int) (*Design, string) {
+	mem := serving.Sizing(m, pool, tp)
+	byMemory := mem.KVTokens() / ctx
+	if byMemory < 1 || mem.HeadroomGiB() < serving.CUDAGraphGiB {
+		return nil, fmt.Sprintf("tensorParallel %d: one sequence of %d tokens needs %.0f GiB per GPU, %.0f GiB there", tp, ctx, mem.NeedGiB(), mem.BudgetGiB())
+	}
+	d := NewDeployment(entry, m, sku, tp)
+	if t := d.TPOT(1, ctx); t > req.TPOT {
+		return nil, fmt.Sprintf("tensorParallel %d: %.1f ms per token for a single stream, above %g", tp, t*1000, req.TPOT*1000)
+	}
+	batch := 1
+	for b := 2; b <= min(byMemory, req.Concurrency); b++ {
+		if d.TPOT(b, ctx) > req.TPOT {
+			break
+		}
+		batch = b
+	}
+	replicas := ceilDiv(req.Concurrency, batch)
+	perNode := sku.GPUs / tp
+	tpot := d.TPOT(batch, ctx)
+	perReplica := float64(batch) / tpot // TokensPerSecond
+	return &Design{
+		SKU: sku.Name, GPU: sku.GPU.Model, NodeGPUs: sku.GPUs, TensorParallel: tp, Batch: batch, Replicas: replicas,
+		MinNodes: 1, MaxNodes: ceilDiv(replicas, perNode),
+		TPOTMs: round1(tpot * 1000), TTFTMs: round1(d.TTFT(prompt) * 1000),
+		TokensPerSec: round1(perReplica), TotalTokensSec: round1(perReplica * float64(replicas)),
+	}, ""
+}
+
+// price adds a design's node prices and monthly costs.
+func price(d *Design, sku, region string, prices pricing.Table) {
+	p, ok := prices.Lookup(sku, region)
+	if !ok {
+		d.PriceNote = fmt.Sprintf("no price on record for %s in %s", sku, region)
+		return
+	}
+	d.HourlyOnDemand, d.HourlySpot = p.OnDemand, p.Spot
+	d.MonthlyOnDemand = round1(p.OnDemand * pricing.HoursPerMonth * float64(d.MaxNodes))
+	d.MonthlySpot = round1(p.Spot * pricing.HoursPerMonth * float64(d.MaxNodes))
+	d.PriceNote = fmt.Sprintf("%s, %s", p.Retrieved, p.Source)
+}
+
+// less ranks priced designs by monthly cost before unpriced ones, then by
+// the GPUs of the nodes at peak (a node is paid whole).
+func less(a, b Design, spot bool) bool {
+	ca, cb := a.MonthlyOnDemand, b.MonthlyOnDemand
+	if spot {
+		ca, cb = a.MonthlySpot, b.MonthlySpot
+	}
+	switch {
+	case (ca > 0) != (cb > 0):
+		return ca > 0
+	case ca != cb:
+		return ca < cb
+	}
+	return a.MaxNodes*a.NodeGPUs < b.MaxNodes*b.NodeGPUs
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func round1(x float64) float64 { return math.Round(x*10) / 10 }

@@ -1,0 +1,95 @@
+package preflight_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/stacks/plan"
+	"github.com/natron/gpu-node-pools/stacks/preflight"
+)
+
+func load(t *testing.T, stack string, mutate func(raw map[string]string)) *plan.Stack {
+	t.Helper()
+	cfg, _, err := pulumitest.StackConfig(stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := pulumitest.Unqualified(cfg)
+	if mutate != nil {
+		mutate(raw)
+	}
+	p, err := plan.Load(raw, stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The plugins a stack needs are named with what to do, only when missing.
+func TestPlugins(t *testing.T) {
+	t.Parallel()
+	none := func(string, string) bool { return false }
+	all := func(string, string) bool { return true }
+	withoutKey := func(raw map[string]string) { raw["serving"] = "{}" }
+	tests := []struct {
+		name      string
+		p         *plan.Stack
+		installed preflight.Installed
+		want      []string
+	}{
+		{"dev brings its key", load(t, "dev", nil), none, nil},
+		{"dev without a key", load(t, "dev", withoutKey), none, []string{"gpu-node-pools:serving.apiKey: not set and the random provider plugin is not installed"}},
+		{"dev without a key, random installed", load(t, "dev", withoutKey), all, nil},
+		{"prod on a bare machine", load(t, "prod", nil), none, []string{
+			"gpu-node-pools:serving.apiKey: not set", "gpu-node-pools:target: aks needs the azure-native provider plugin 2.82.0; on a machine with internet access: pulumi plugin install resource azure-native 2.82.0"}},
+		{"prod with its plugins", load(t, "prod", nil), all, nil},
+	}
+	for _, tt := range tests {
+		got := preflight.Plugins(tt.p, tt.installed)
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: %q, want %d problems", tt.name, got, len(tt.want))
+			continue
+		}
+		for i := range got {
+			if !strings.HasPrefix(got[i], tt.want[i]) {
+				t.Errorf("%s: %q, want prefix %q", tt.name, got[i], tt.want[i])
+			}
+		}
+	}
+}
+
+// The random plugin named in the messages is the SDK's version in go.mod
+// (the engine asks for exactly that one).
+func TestRandomVersionIsTheSDKs(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "github.com/pulumi/pulumi-random/sdk/v4 v" + preflight.RandomVersion + "\n"
+	if !strings.Contains(string(b), want) {
+		t.Errorf("go.mod does not require %q: RandomVersion is stale", strings.TrimSpace(want))
+	}
+}
+
+// The summary names what a reviewer weighs: every pool with its shape and
+// bounds, every chart at its version, every model and batch job.
+func TestSummary(t *testing.T) {
+	t.Parallel()
+	got := strings.Join(preflight.Summary(load(t, "prod", nil)), "\n")
+	for _, want := range []string{
+		"pool a100: Standard_NC24ads_A100_v4, 1 × nvidia.com/gpu per node, 0-4 nodes",
+		"pool nd96: Standard_ND96amsr_A100_v4, 16 × nvidia.com/gpu per node, 0-2 nodes, no price on record",
+		"pool h100x8: Standard_ND96isr_H100_v5, 8 × nvidia.com/gpu per node, 0-2 nodes, 143547 USD a month at maxNodes, 71774 expected",
+		"charts: nvidia-device-plugin 0.20.0, dcgm-exporter 4.8.2, vllm-stack 0.1.12, keda 2.20.2, keda-add-ons-http 0.15.0",
+		"model llama3-70b on h100x8: tensor parallel 4, maxModelLen 131072, KV cache 423648 tokens (3.2 × maxModelLen), 1-4 replicas",
+		`batch job embed-nightly on a100: 1 GPUs, "0 2 * * *"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+}

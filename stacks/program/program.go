@@ -1,0 +1,285 @@
+// Package stacks is the program: it loads a stack's plan and registers it.
+// main.go and the Automation API (stacks/automation) both run Program.
+package program
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/components/gitops"
+	"github.com/natron/gpu-node-pools/components/logging"
+	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/policy"
+	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/plain"
+	"github.com/natron/gpu-node-pools/internal/secret"
+	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/plan"
+	"github.com/natron/gpu-node-pools/stacks/preflight"
+	"github.com/natron/gpu-node-pools/stacks/target"
+)
+
+// Program is the whole Pulumi program. main.go and the Automation API both
+// run exactly this function.
+func Program(ctx *pulumi.Context) error {
+	p, err := plan.Load(rawConfig(ctx), ctx.Stack())
+	if err != nil {
+		return err // nothing registered yet: a bad config changes nothing
+	}
+	for _, w := range p.Warnings {
+		if err := ctx.Log.Warn(w, nil); err != nil {
+			return err
+		}
+	}
+	// A missing plugin would otherwise surface as the engine's "no
+	// resource plugin" error after the whole diff, naming no config key.
+	if !ctx.RunningWithMocks() {
+		if missing := preflight.Plugins(p, preflight.PluginInstalled); len(missing) > 0 {
+			return errors.New(strings.Join(missing, "\n"))
+		}
+	}
+	return Deploy(ctx, p)
+}
+
+// Deploy registers a plan: the target's providers and pools, the workload
+// side on top of them, and the stack outputs.
+func Deploy(ctx *pulumi.Context, p *plan.Stack) error {
+	if p.Identity != nil {
+		// checked by the plan: only a Federator gets an identity
+		if _, err := p.Target.(target.Federator).Federate(ctx, p.Cluster, *p.Identity); err != nil {
+			return err
+		}
+	}
+	providers, err := p.Target.Providers(ctx, p.Cluster, p.RenderDir)
+	if err != nil {
+		return err
+	}
+	for _, pool := range p.Pools {
+		if _, err := p.Target.NewPool(ctx, pool, p.Cluster, providers, p.Protect); err != nil {
+			return err
+		}
+	}
+	toGitOps := providers.Workload
+	if p.GitOps != nil { // validated: only with renderDir
+		if toGitOps, err = target.RenderProvider(ctx, target.GitOpsDir, p.RenderDir); err != nil {
+			return err
+		}
+	}
+	return deployWorkloads(ctx, p, providers.Workload, toGitOps, providers.Management != nil, p.Protect)
+}
+
+// WorkloadProgram runs only the workload-cluster side of a stack (platform
+// layer, policies, model serving) against the cluster that kubeconfig
+// reaches, for pools that exist already: tooling uses it to check an AKS
+// stack's Kubernetes objects on a staging or test API server without
+// touching Azure. It registers no pool and no cloud resource; the GitOps
+// objects, if any, go to the same cluster.
+func WorkloadProgram(kubeconfig secret.Secret) pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error {
+		p, err := plan.Load(rawConfig(ctx), ctx.Stack())
+		if err != nil {
+			return err
+		}
+		workload, err := target.KubeconfigProvider(ctx, target.WorkloadDir, kubeconfig)
+		if err != nil {
+			return err
+		}
+		return deployWorkloads(ctx, p, workload, workload, p.Target.Name() == catalog.Natron, false)
+	}
+}
+
+// deployWorkloads registers what runs in the workload cluster on top of
+// the pools (the platform layer, the policies, model serving, backups), the
+// GitOps objects (through toGitOps; management says whether there is a
+// management tree to sync) and exports the outputs; poolsProtected is what
+// the protect output reports.
+func deployWorkloads(ctx *pulumi.Context, p *plan.Stack, workload, toGitOps *kubernetes.Provider, management, poolsProtected bool) error {
+	outputs, err := StackOutputs(p, poolsProtected)
+	if err != nil {
+		return err
+	}
+	gpu, err := platform.NewGPUPlatform(ctx, "gpu", &platform.Args{Spec: p.Platform, Pools: p.Facts(), Workload: workload})
+	if err != nil {
+		return err
+	}
+	after := []pulumi.Resource{gpu}
+	if p.Policies != nil {
+		pol, err := policy.NewGPUPolicies(ctx, "policies", &policy.Args{Policies: *p.Policies, Workload: workload})
+		if err != nil {
+			return err
+		}
+		// Model servers and batch jobs are admitted under the policies.
+		after = append(after, pol)
+	}
+	if p.Logging.Install {
+		if _, err := logging.NewLogCollector(ctx, "logging", &logging.Args{Spec: p.Logging, Pools: p.Facts(),
+			ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Workload: workload}); err != nil {
+			return err
+		}
+	}
+	var external []secret.External
+	if p.Serving != nil {
+		ms, err := serving.NewModelServing(ctx, "serving", &serving.Args{Plan: *p.Serving, Workload: workload}, pulumi.DependsOn(after))
+		if err != nil {
+			return err
+		}
+		endpoints := pulumi.Map{}
+		for name, ep := range ms.Endpoints {
+			endpoints[name] = plain.Map(map[string]any{"pool": ep.Pool, "internal": ep.Internal, "public": ep.Public,
+				"model": ep.Model, "sizing": ep.Sizing})
+		}
+		outputs["models"] = endpoints
+		outputs["apiKey"] = ms.APIKey // a secret
+		external = append(external, ms.ExternalSecrets...)
+	}
+	if len(p.VectorDBs) > 0 {
+		o := p.ServingOptions
+		v, err := vectordb.NewVectorDBs(ctx, "vectordb", &vectordb.Args{Specs: p.VectorDBs, InstallOperator: o.InstallCloudNativePG && p.RenderDir == "",
+			OperatorNamespace: o.CloudNativePGNamespace, ServingNamespace: o.Namespace, PrometheusNamespace: o.PrometheusNamespace, Store: p.VectorStore,
+			MonitorLabels: p.Platform.Monitoring.ServiceMonitorLabels, RuleLabels: p.Platform.Monitoring.RuleLabels,
+			ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != "", Workload: workload}, pulumi.DependsOn(after))
+		if err != nil {
+			return err
+		}
+		dbs := pulumi.Map{}
+		for n, e := range v.Endpoints {
+			dbs[n] = plain.Map(map[string]any{"kind": e.Kind, "namespace": e.Namespace, "endpoint": e.Address, "credentialsSecret": e.CredentialsSecret})
+		}
+		outputs["vectorDBs"] = dbs
+		outputs["vectorDBCredentials"] = v.Credentials // secrets
+		external = append(external, v.ExternalSecrets...)
+	}
+	if p.Backup.Enabled {
+		b, err := backup.NewBackups(ctx, "backup", &backup.Args{Spec: p.Backup, Namespaces: p.BackupNamespaces, SkipClasses: p.BackupSkipClasses,
+			ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != "", Workload: workload})
+		if err != nil {
+			return err
+		}
+		outputs["backupSchedule"] = b.Schedule
+		external = append(external, b.ExternalSecrets...)
+	}
+	if len(external) > 0 {
+		outputs["externalSecrets"] = externalSecrets(external)
+	}
+	if p.GitOps != nil {
+		d, err := gitops.NewDelivery(ctx, "gitops", &gitops.Args{Spec: *p.GitOps, Prefix: p.GitOpsPrefix, Management: management,
+			ExternalSecrets: external, GitOps: toGitOps, Workload: workload})
+		if err != nil {
+			return err
+		}
+		outputs["gitops"] = pulumi.ToStringArray(d.Objects)
+	}
+	for _, k := range plain.SortedKeys(outputs) {
+		ctx.Export(k, outputs[k])
+	}
+	return nil
+}
+
+// StackOutputs are the stack's outputs: the target, the render directory,
+// whether pools are protected, and each pool's facts keyed by name. They
+// hold no secret.
+func StackOutputs(p *plan.Stack, protect bool) (pulumi.Map, error) {
+	byName := pulumi.Map{}
+	for _, f := range p.Facts() {
+		b, err := json.Marshal(f)
+		if err != nil {
+			return nil, fmt.Errorf("pool %s facts: %w", f.Name, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("pool %s facts: %w", f.Name, err)
+		}
+		if c, ok := p.Costs[f.Name]; ok {
+			if c.Cost != nil {
+				m["cost"] = map[string]any{"hourly": c.Cost.Hourly, "monthlyAtMinNodes": c.Cost.AtMin, "monthlyAtMaxNodes": c.Cost.AtMax,
+					"monthlyExpected": c.Cost.Expected, "currency": c.Cost.Currency, "source": c.Cost.Source}
+			} else {
+				m["costNote"] = c.Note
+			}
+		}
+		byName[f.Name] = plain.Map(m)
+	}
+	return pulumi.Map{
+		"target":    pulumi.String(string(p.Target.Name())),
+		"renderDir": pulumi.String(p.RenderDir),
+		"protect":   pulumi.Bool(protect),
+		"pools":     byName,
+		"cost":      plain.Map(CostTotals(p)),
+		// what the cluster's own log collector needs on the GPU nodes
+		"logCollectorTolerations": tolerations(p.LogTolerations),
+	}, nil
+}
+
+// CostTotals are the stack's monthly costs by currency (at the pools'
+// minNodes, at maxNodes, expected), and the pools without a price.
+func CostTotals(p *plan.Stack) map[string]any {
+	byCurrency, unpriced := p.CostTotals()
+	totals := map[string]any{}
+	for cur, t := range byCurrency {
+		totals[cur] = map[string]any{"monthlyAtMinNodes": t.AtMin, "monthlyAtMaxNodes": t.AtMax, "monthlyExpected": t.Expected}
+	}
+	if len(unpriced) > 0 {
+		names := make([]any, len(unpriced))
+		for i, n := range unpriced {
+			names[i] = n
+		}
+		totals["unpricedPools"] = names
+	}
+	return totals
+}
+
+// rawConfig reads this project's config keys. Keys of the namespace that
+// the program does not know are picked up from the engine's full config
+// (PULUMI_CONFIG) so that a typo such as gpu-node-pools:pool is an error,
+// not silently ignored.
+func rawConfig(ctx *pulumi.Context) map[string]string {
+	raw := map[string]string{}
+	keys := config.Keys()
+	for _, k := range keys {
+		if v, ok := ctx.GetConfig(config.Key(k)); ok {
+			raw[k] = v
+		}
+	}
+	var all map[string]string
+	if env := os.Getenv(pulumi.EnvConfig); env != "" && json.Unmarshal([]byte(env), &all) == nil {
+		for full, v := range all {
+			if short, ok := strings.CutPrefix(full, config.Namespace+":"); ok && !slices.Contains(keys, short) {
+				raw[short] = v
+			}
+		}
+	}
+	return raw
+}
+
+// externalSecrets are the Secrets a render leaves out, as the output
+// lists them: namespace, name and the keys each must hold.
+func externalSecrets(list []secret.External) pulumi.Array {
+	out := pulumi.Array{}
+	for _, e := range list {
+		keys := make([]any, len(e.Keys))
+		for i, k := range e.Keys {
+			keys[i] = k
+		}
+		out = append(out, plain.Map(map[string]any{"namespace": e.Namespace, "name": e.Name, "keys": keys}))
+	}
+	return out
+}
+
+func tolerations(ts []gpupool.Toleration) pulumi.Array {
+	out := pulumi.Array{}
+	for _, t := range ts {
+		out = append(out, plain.Map(map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect}))
+	}
+	return out
+}
