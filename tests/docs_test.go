@@ -11,8 +11,8 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/vectordb"
-	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/models"
+	"github.com/natron/gpu-node-pools/internal/monitoring"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks/config"
 )
@@ -130,7 +130,7 @@ func TestREADMEAlerts(t *testing.T) {
 	backedUp := vectordb.Spec{Name: "rag", Size: "1Gi", Backup: "s3://b/rag"}.Defaults()
 	qdrant := vectordb.Spec{Name: "search", Kind: vectordb.Qdrant, Size: "1Gi"}.Defaults()
 	name := regexp.MustCompile("`([A-Z][A-Za-z0-9]+)`")
-	for section, rules := range map[string][]kube.Rule{
+	for section, rules := range map[string][]monitoring.Rule{
 		"The GPU platform layer": gpu,
 		"RAG and light models":   append(vectordb.AlertRules(backedUp), vectordb.AlertRules(qdrant)...),
 	} {

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/monitoring"
 )
 
 // Rule is one alerting rule of the PrometheusRule.
-type Rule = kube.Rule
+type Rule = monitoring.Rule
 
 // dcgmJob matches the DCGM exporter's scrape job whichever chart runs it
 // (dcgm-exporter or the GPU operator's nvidia-dcgm-exporter).
@@ -84,5 +84,5 @@ func AlertRules(s Spec) []Rule {
 
 // PrometheusRule is the prometheus-operator object holding the rules.
 func PrometheusRule(s Spec, name string) map[string]any {
-	return kube.PrometheusRule(name, s.Namespace, s.Monitoring.RuleLabels, "gpu-node-pools.gpu", AlertRules(s))
+	return monitoring.PrometheusRule(name, s.Namespace, s.Monitoring.RuleLabels, "gpu-node-pools.gpu", AlertRules(s))
 }

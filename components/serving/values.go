@@ -7,7 +7,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
-	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/monitoring"
 	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
@@ -177,7 +177,7 @@ func DeploymentName(model string) string { return Release(model) + "-" + model +
 
 // EngineServiceMonitor scrapes a model's engine Service for vLLM's metrics.
 func EngineServiceMonitor(ns string, e Engine) map[string]any {
-	return kube.ServiceMonitor("model-"+e.Name, ns, e.ServiceMonitorLabels,
+	return monitoring.ServiceMonitor("model-"+e.Name, ns, e.ServiceMonitorLabels,
 		map[string]string{"app.kubernetes.io/instance": Release(e.Name), "app.kubernetes.io/component": "serving-engine"},
 		"service-port", "15s")
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/monitoring"
 )
 
 // Disk thresholds, percent used of a database's volumes: CloudNativePG's
@@ -45,11 +45,11 @@ func (s Spec) ClaimPattern() string {
 // LastFailedArchiveTime of docs/src/samples/monitoring/prometheusrule.yaml
 // at v1.30.0) on the metrics of its default monitoring queries; Qdrant's
 // read Prometheus's scrape health.
-func AlertRules(s Spec) []kube.Rule {
+func AlertRules(s Spec) []monitoring.Rule {
 	pods := fmt.Sprintf(`namespace=%q, pod=~%q`, s.Namespace, s.PodPattern())
 	claims := fmt.Sprintf(`namespace=%q, persistentvolumeclaim=~%q`, s.Namespace, s.ClaimPattern())
-	rule := func(name, expr, forDur, severity, summary, description, advice string) kube.Rule {
-		return kube.Rule{Alert: name, Expr: expr, For: forDur,
+	rule := func(name, expr, forDur, severity, summary, description, advice string) monitoring.Rule {
+		return monitoring.Rule{Alert: name, Expr: expr, For: forDur,
 			Labels:      map[string]string{"severity": severity, "component": "vectordb", "vectordb": s.Name},
 			Annotations: map[string]string{"summary": summary, "description": description, "advice": advice}}
 	}
@@ -58,7 +58,7 @@ func AlertRules(s Spec) []kube.Rule {
 	// so that the alert names the volume that fills.
 	used := fmt.Sprintf(`max by (namespace, persistentvolumeclaim) (1 - kubelet_volume_stats_available_bytes{%[1]s} / kubelet_volume_stats_capacity_bytes{%[1]s}) * 100`, claims)
 	grow := "Raise the database's size in the stack (the claims grow in place where the storage class allows expansion), or remove data; check the estimate of vectors and dimensions against size."
-	var rules []kube.Rule
+	var rules []monitoring.Rule
 	if s.Kind == Qdrant {
 		rules = append(rules,
 			// No target up, or none left to scrape: or on() vector(0)
@@ -114,5 +114,5 @@ func AlertRules(s Spec) []kube.Rule {
 // PrometheusRule holds a database's alerts in its namespace; labels are
 // what Prometheus's ruleSelector wants.
 func PrometheusRule(s Spec, labels map[string]string) map[string]any {
-	return kube.PrometheusRule(s.Name+"-alerts", s.Namespace, labels, "gpu-node-pools.vectordb."+s.Name, AlertRules(s))
+	return monitoring.PrometheusRule(s.Name+"-alerts", s.Namespace, labels, "gpu-node-pools.vectordb."+s.Name, AlertRules(s))
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/helm"
-	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/monitoring"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/promtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
@@ -23,7 +23,7 @@ var (
 	search = vectordb.Spec{Name: "search", Kind: vectordb.Qdrant, Size: "10Gi", Replicas: 3}.Defaults()
 )
 
-func alertNamed(t *testing.T, s vectordb.Spec, name string) kube.Rule {
+func alertNamed(t *testing.T, s vectordb.Spec, name string) monitoring.Rule {
 	t.Helper()
 	for _, r := range vectordb.AlertRules(s) {
 		if r.Alert == name {
@@ -31,7 +31,7 @@ func alertNamed(t *testing.T, s vectordb.Spec, name string) kube.Rule {
 		}
 	}
 	t.Fatalf("%s has no alert %s", s.Name, name)
-	return kube.Rule{}
+	return monitoring.Rule{}
 }
 
 // qdrantNames are the pod and claim names the real Qdrant chart's

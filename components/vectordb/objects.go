@@ -8,6 +8,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/monitoring"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/secret"
 )
@@ -234,7 +235,7 @@ func (s Spec) Describe() string {
 // /metrics for Qdrant, which signs in with the API key.
 func Monitor(s Spec, labels map[string]string) map[string]any {
 	if s.Kind == Qdrant {
-		m := kube.ServiceMonitor(s.Name+"-metrics", s.Namespace, labels, map[string]string{"app.kubernetes.io/instance": QdrantRelease(s.Name)}, "http", "30s")
+		m := monitoring.ServiceMonitor(s.Name+"-metrics", s.Namespace, labels, map[string]string{"app.kubernetes.io/instance": QdrantRelease(s.Name)}, "http", "30s")
 		endpoint := m["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
 		endpoint["authorization"] = map[string]any{"type": "Bearer", "credentials": map[string]any{"name": CredentialsSecret(s.Name), "key": APIKeyKey}}
 		return m

@@ -21,7 +21,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/internal/kube"
+	"github.com/natron/gpu-node-pools/internal/monitoring"
 )
 
 // Timeline is what Prometheus's rule engine made of one alerting rule,
@@ -60,7 +60,7 @@ func Storage(t *testing.T, series string) storage.Queryable {
 // EvalRule evaluates one alerting rule, as Prometheus would every minute,
 // over the series. An annotation template that fails to expand fails the
 // test.
-func EvalRule(t *testing.T, r kube.Rule, series string, minutes int) Timeline {
+func EvalRule(t *testing.T, r monitoring.Rule, series string, minutes int) Timeline {
 	t.Helper()
 	store := Storage(t, series)
 	expr, err := parser.NewParser(parser.Options{}).ParseExpr(r.Expr)
