@@ -53,7 +53,9 @@ func CopyProject(t testing.TB) string {
 	for _, f := range []string{"Pulumi.yaml", "Pulumi.dev.yaml", "Pulumi.prod.yaml", "go.mod", "go.sum", "main.go", "Makefile"} {
 		copyFile(t, filepath.Join(root, f), filepath.Join(dst, f))
 	}
-	for _, dir := range []string{"components", "stacks", "cmd", ".ci"} {
+	// Every source directory but the tests: a hand-kept list missed
+	// internal/ when the libraries moved there.
+	for _, dir := range programDirs(t, root) {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.IsDir() && d.Name() == "testdata" {
 				return filepath.SkipDir
@@ -71,6 +73,22 @@ func CopyProject(t testing.TB) string {
 		}
 	}
 	return dst
+}
+
+// programDirs lists the top-level directories the program builds from.
+func programDirs(t testing.TB, root string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != ".git" && e.Name() != "tests" && e.Name() != ".github" {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	return dirs
 }
 
 func copyFile(t testing.TB, src, dst string) {
