@@ -12,6 +12,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
@@ -384,7 +385,7 @@ func TestStacksSchedule(t *testing.T) {
 			}
 			m := p.Serving.Engines[0].Model
 			m.TensorParallel = 2 * first.GPUResourcesPerNode
-			if errs := serving.Fit(nil, m, first); len(errs) == 0 {
+			if errs := fit.Fit(nil, m, first); len(errs) == 0 {
 				t.Errorf("the fit check accepts tensorParallel %d on %s", m.TensorParallel, first.Name)
 			}
 		})

@@ -4,7 +4,7 @@
 //
 //	gpu-plan --model llama-3.1-70b --context 8192 --concurrency 32 --tpot-ms 50 \
 //	    --target aks --region eastus [--spot] [--quantization fp8] [--format table|yaml|json]
-//	gpu-plan prices --regions westeurope,germanywestcentral,swedencentral,eastus > components/pricing/azure.json
+//	gpu-plan prices --target aks > stacks/target/aks/prices.json
 //
 // --format yaml prints the cheapest design as a Pulumi.<stack>.yaml
 // fragment (pools and models) that the program loads as it is; the same
@@ -28,10 +28,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/pricing"
 	"github.com/natron/gpu-node-pools/internal/sizing"
-	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/target"
+	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
 func main() {
@@ -52,22 +52,22 @@ func run(args []string, out io.Writer, client *http.Client) error {
 	fs.IntVar(&req.Concurrency, "concurrency", 1, "streams at peak, each up to --context tokens")
 	tpot := fs.Float64("tpot-ms", 50, "the slowest acceptable time per output token, ms (50: faster than reading)")
 	fs.IntVar(&req.Prompt, "prompt", 0, "prompt length for the time to first token (default: a quarter of the context)")
-	target := fs.String("target", "aks", "aks or natron")
-	fs.StringVar(&req.Region, "region", "eastus", "Azure region whose prices rank the AKS designs")
-	fs.BoolVar(&req.Spot, "spot", false, "rank by spot prices (AKS)")
+	target := fs.String("target", "aks", "where the GPU nodes come from: "+strings.Join(registry.Names(), " or "))
+	fs.StringVar(&req.Region, "region", "eastus", "the region whose prices on record rank the designs")
+	fs.BoolVar(&req.Spot, "spot", false, "rank by spot prices (targets with spot capacity)")
 	fs.StringVar(&req.Quantization, "quantization", "", "vLLM --quantization (default: the checkpoint's)")
 	format := fs.String("format", "table", "table, yaml or json")
 	var profilePrices priceFlags
-	fs.Var(&profilePrices, "price", "natron: a profile's hourly price, profile=USD (repeatable; the stack's pricing block)")
+	fs.Var(&profilePrices, "price", "a node shape's hourly price, shape=USD (repeatable; the stack's pricing block), for a target with no prices on record")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	req.TPOT = *tpot / 1000
-	section, table, err := targetPrices(*target, req.Region, profilePrices)
+	t, table, err := targetPrices(*target, req.Region, profilePrices)
 	if err != nil {
 		return err
 	}
-	res, err := sizing.Recommend(req, section, table)
+	res, err := sizing.Recommend(req, t.Catalog(), table)
 	var nf *sizing.NothingFits
 	if errors.As(err, &nf) && *format == "table" {
 		printRejected(out, res)
@@ -81,10 +81,9 @@ func run(args []string, out io.Writer, client *http.Client) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	case "yaml":
-		frag := sizing.Fragment(res, res.Designs[0], section.Target(), req)
-		stack := map[string]any{}
-		for k, v := range frag {
-			stack[config.Key(k)] = v
+		stack, err := fragment(res, res.Designs[0], t.Planning(), req)
+		if err != nil {
+			return err
 		}
 		b, err := yaml.Marshal(map[string]any{"config": stack})
 		if err != nil {
@@ -103,23 +102,25 @@ func run(args []string, out io.Writer, client *http.Client) error {
 	return fmt.Errorf("--format: must be table, yaml or json, got %q", *format)
 }
 
-// targetPrices is the target's node shapes and their prices: the Azure
-// table for aks, the --price flags for natron.
-func targetPrices(target, region string, profiles priceFlags) (catalog.Section, pricing.Table, error) {
-	switch catalog.Target(target) {
-	case catalog.AKS:
-		return catalog.Azure, pricing.Azure, nil
-	case catalog.Natron:
-		var t pricing.Table
-		for name, usd := range profiles {
-			if !slices.Contains(catalog.BareMetal.Names(), name) {
-				return catalog.Section{}, nil, fmt.Errorf("--price: %q is not a bare-metal profile; known: %s", name, strings.Join(catalog.BareMetal.Names(), ", "))
-			}
-			t = append(t, pricing.Price{SKU: name, Region: region, OnDemand: usd, Retrieved: "--price", Source: "the provider's price"})
-		}
-		return catalog.BareMetal, t, nil
+// targetPrices is the target and its node shapes' prices: its table on
+// record, or the --price flags for a target whose stacks set their own.
+func targetPrices(name, region string, profiles priceFlags) (target.Target, pricing.Table, error) {
+	t, ok := registry.Lookup(name)
+	if !ok {
+		return nil, nil, fmt.Errorf("--target: must be one of %s, got %q", strings.Join(registry.Names(), ", "), name)
 	}
-	return catalog.Section{}, nil, fmt.Errorf("--target: must be aks or natron, got %q", target)
+	if table := t.Prices(); table != nil {
+		return t, table, nil
+	}
+	var table pricing.Table
+	names := t.Catalog().Names()
+	for profile, usd := range profiles {
+		if !slices.Contains(names, profile) {
+			return nil, nil, fmt.Errorf("--price: %q is not a node shape of target %s; known: %s", profile, name, strings.Join(names, ", "))
+		}
+		table = append(table, pricing.Price{SKU: profile, Region: region, OnDemand: usd, Retrieved: "--price", Source: "the provider's price"})
+	}
+	return t, table, nil
 }
 
 func printDesigns(out io.Writer, res *sizing.Result) {
@@ -168,27 +169,32 @@ func (p *priceFlags) Set(v string) error {
 	return nil
 }
 
-// prices refreshes the Azure price table from the Retail Prices API for
-// every AKS size of the catalog in the regions given, and prints it as
-// azure.json.
+// prices refreshes the price tables of the targets that keep one from a
+// public price list, and prints it as the target's prices.json.
 func prices(args []string, out io.Writer, client *http.Client) error {
 	fs := flag.NewFlagSet("prices", flag.ContinueOnError)
-	regions := fs.String("regions", "westeurope,germanywestcentral,swedencentral,eastus", "comma-separated Azure regions")
-	api := fs.String("api", pricing.RetailPricesAPI, "the Retail Prices API")
+	name := fs.String("target", "aks", "the target whose prices to refresh")
+	regions := fs.String("regions", "", "comma-separated regions (default: the target's)")
+	api := fs.String("api", "", "the price list's address (default: the target's public one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var skus []string
-	for _, s := range catalog.Azure.SKUs() {
-		skus = append(skus, s.Name)
+	t, ok := registry.Lookup(*name)
+	refresher, refreshes := t.(target.PriceRefresher)
+	if !ok || !refreshes {
+		return fmt.Errorf("--target: %q keeps no public price list; its stacks set pricing.prices", *name)
+	}
+	var list []string
+	if *regions != "" {
+		list = strings.Split(*regions, ",")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	t, err := pricing.Refresh(ctx, client, *api, skus, strings.Split(*regions, ","), time.Now().UTC().Format("2006-01-02"))
+	table, err := refresher.RefreshPrices(ctx, client, *api, list, time.Now().UTC().Format("2006-01-02"))
 	if err != nil {
 		return err
 	}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(t)
+	return enc.Encode(table)
 }

@@ -3,14 +3,13 @@ package serving
 import (
 	"fmt"
 
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/models"
 )
 
 // What a model gets when its config leaves a key out.
 const (
-	DefaultDtype            = "auto"
-	DefaultUtilization      = 0.9
 	DefaultMinReplicas      = 1
 	DefaultQueueDepthTarget = 5
 	// MinDefaultContext is the shortest maxModelLen the default settles
@@ -46,14 +45,14 @@ func (m ModelSpec) WithDefaults(entry *models.Card, pool gpupool.Facts) (out Mod
 		}
 	}
 	if out.Dtype == "" {
-		out.Dtype = DefaultDtype
+		out.Dtype = fit.DefaultDtype
 	}
 	if out.Shape == nil {
 		// Sizing stands the nearest catalog model's shape in (KVShape)
 		estimatedFrom = out.Model().KVShape().Name
 	}
 	if out.GPUMemoryUtilization == 0 {
-		out.GPUMemoryUtilization = DefaultUtilization
+		out.GPUMemoryUtilization = fit.DefaultUtilization
 	}
 	if out.QueueDepthTarget == 0 {
 		out.QueueDepthTarget = DefaultQueueDepthTarget
@@ -70,9 +69,9 @@ func (m ModelSpec) WithDefaults(entry *models.Card, pool gpupool.Facts) (out Mod
 		out.TensorParallel = smallestTP(out, pool, want)
 	}
 	if out.MaxModelLen == 0 {
-		fit := out.Model()
-		fit.MaxModelLen = 0
-		room := Sizing(fit, pool, out.TensorParallel).KVTokens() / max(out.Concurrency, 1)
+		fm := out.Model()
+		fm.MaxModelLen = 0
+		room := fit.Sizing(fm, pool, out.TensorParallel).KVTokens() / max(out.Concurrency, 1)
 		out.MaxModelLen = native
 		if capped := room / contextStep * contextStep; capped < native && capped > 0 {
 			out.MaxModelLen = capped
@@ -88,12 +87,12 @@ func (m ModelSpec) WithDefaults(entry *models.Card, pool gpupool.Facts) (out Mod
 // else the smallest that holds MinDefaultContext (or want, if shorter),
 // else the largest there is (which Fit then reports).
 func smallestTP(m ModelSpec, pool gpupool.Facts, want int) int {
-	tps := TensorParallels(m.Model(), pool)
+	tps := fit.TensorParallels(m.Model(), pool)
 	for _, context := range []int{want, min(want, MinDefaultContext)} {
 		for _, tp := range tps {
-			fit := m.Model()
-			fit.MaxModelLen = context
-			if fitsAt(fit, pool, tp) {
+			fm := m.Model()
+			fm.MaxModelLen = context
+			if fit.FitsAt(fm, pool, tp) {
 				return tp
 			}
 		}

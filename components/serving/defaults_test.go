@@ -6,8 +6,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/models"
+	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
 
 // A model named from the catalog gets every other value from it and its
@@ -21,9 +23,9 @@ func TestWithDefaults(t *testing.T) {
 		}
 		return &m
 	}
-	h100x8 := pool(t, catalog.Natron, "h100-80gb-x8", 2, "")
-	a100x1 := pool(t, catalog.AKS, "Standard_NC24ads_A100_v4", 4, "")
-	nvl2 := pool(t, catalog.AKS, "Standard_NC80adis_H100_v5", 2, "")
+	h100x8 := pooltest.Pool(t, catalog.Natron, "h100-80gb-x8", 2, "")
+	a100x1 := pooltest.Pool(t, catalog.AKS, "Standard_NC24ads_A100_v4", 4, "")
+	nvl2 := pooltest.Pool(t, catalog.AKS, "Standard_NC80adis_H100_v5", 2, "")
 	type want struct {
 		params                             float64
 		quantization, dtype                string
@@ -65,7 +67,7 @@ func TestWithDefaults(t *testing.T) {
 			}
 			// what the defaults decide fits, unless nothing would: DeepSeek V3
 			// (625 GiB in FP8) needs more than one H100 node
-			if errs := Fit(nil, got.Model(), tc.pool); len(errs) != 0 && tc.name != "an FP8 checkpoint keeps its quantization" {
+			if errs := fit.Fit(nil, got.Model(), tc.pool); len(errs) != 0 && tc.name != "an FP8 checkpoint keeps its quantization" {
 				t.Errorf("the defaults do not fit: %v", errs)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/models"
 )
@@ -294,8 +295,8 @@ func (o OllamaServer) Memory() OllamaMemory {
 	}
 	tokens := float64(o.ContextLength * max(o.Parallel, 1))
 	return OllamaMemory{
-		WeightsGiB: o.Weights() * 1e9 / GiB,
-		KVGiB:      tokens * float64(shape.KVBytesPerToken(2)) / GiB,
+		WeightsGiB: o.Weights() * 1e9 / fit.GiB,
+		KVGiB:      tokens * float64(shape.KVBytesPerToken(2)) / fit.GiB,
 		RuntimeGiB: OllamaGraphGiB + OllamaContextGiB,
 	}
 }
@@ -304,7 +305,7 @@ func (o OllamaServer) Memory() OllamaMemory {
 // replica: a MIG slice's memory, or a time-sliced share of the GPU's,
 // less what CUDA does not report.
 func OllamaAvailableGiB(pool gpupool.Facts) float64 {
-	return float64(pool.MemoryPerGPUResourceGB) - CUDAHiddenGiB/float64(max(pool.TimeSlicing, 1))
+	return float64(pool.MemoryPerGPUResourceGB) - fit.CUDAHiddenGiB/float64(max(pool.TimeSlicing, 1))
 }
 
 // MemoryGi is the container's memory request and limit in Gi: on CPU
@@ -329,7 +330,7 @@ func (o OllamaServer) Claim() string { return "ollama-" + o.Name }
 // ClaimGi sizes the store: the model file, a tenth more, and 2 Gi for
 // Ollama's key pair and a pull's partial files.
 func (o OllamaServer) ClaimGi() int {
-	return int(math.Ceil(o.Weights()*1e9/GiB*1.1)) + 2
+	return int(math.Ceil(o.Weights()*1e9/fit.GiB*1.1)) + 2
 }
 
 // OllamaEndpoint is the model's in-cluster OpenAI-compatible endpoint

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/internal/fielderr"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/models"
 )
@@ -115,7 +116,7 @@ func OllamaFit(p *field.Path, o OllamaServer) field.ErrorList {
 		return nil
 	}
 	what := "a whole " + o.Pool.GPUModel
-	if s := Sharing(*o.Pool); s != "" {
+	if s := fit.Sharing(*o.Pool); s != "" {
 		what = s
 	}
 	return field.ErrorList{fielderr.Invalid(p.Child("pool"), o.Pool.Name,

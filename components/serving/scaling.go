@@ -8,6 +8,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/helm"
 )
 
@@ -165,7 +166,7 @@ func DownloadSeconds(weightsGB, bandwidthMBps float64) int {
 // a node and the image, the first weights download, then the replica's
 // startup budget (the startup probe's).
 func ColdStartSeconds(e Engine) int {
-	return NodeAndImageSeconds + DownloadSeconds(e.Weights(), e.BandwidthMBps) + StartupBudgetSeconds(e.Weights(), e.BandwidthMBps)
+	return NodeAndImageSeconds + DownloadSeconds(e.Weights(), e.BandwidthMBps) + fit.StartupBudgetSeconds(e.Weights(), e.BandwidthMBps)
 }
 
 // AwaitAnnotations tell Pulumi how long to wait for a model's engine

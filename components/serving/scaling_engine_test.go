@@ -15,6 +15,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
@@ -170,7 +171,7 @@ func TestWakeRouteHoldsTheFirstRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startup := time.Duration(serving.StartupBudgetSeconds(e.Weights(), 200)) * time.Second
+	startup := time.Duration(fit.StartupBudgetSeconds(e.Weights(), 200)) * time.Second
 	if readiness < startup+30*time.Minute {
 		t.Errorf("the interceptor gives up after %v, a cold start (node, image, weights, %v of loading) takes longer", readiness, startup)
 	}

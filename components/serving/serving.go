@@ -13,6 +13,7 @@ import (
 	"github.com/pulumi/pulumi-random/sdk/v4/go/random"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
@@ -139,7 +140,7 @@ type ModelEndpoint struct {
 // Sizing is what the stack outputs about how a model is served: the
 // values decided, defaults included, and the KV cache they leave.
 func (e Engine) Sizing() map[string]any {
-	mem := Sizing(e.Model, e.Pool, e.TensorParallel)
+	mem := fit.Sizing(e.Model, e.Pool, e.TensorParallel)
 	out := map[string]any{
 		"tensorParallel": e.TensorParallel, "maxModelLen": e.MaxModelLen, "gpuMemoryUtilization": e.GPUMemoryUtilization,
 		"minReplicas": e.MinReplicas, "maxReplicas": e.MaxReplicas, "queueDepthTarget": e.QueueDepthTarget,
@@ -159,7 +160,7 @@ func (e Engine) Sizing() map[string]any {
 // defaulted options: the values every release and ScaledObject come from.
 func NewEngine(m ModelSpec, pool gpupool.Facts, o Options, serviceMonitorLabels map[string]string, runtimeClass string) Engine {
 	return Engine{
-		Model: m.Model(), Source: m.Source, Hostname: m.Hostname, Pool: pool, MaxModelLen: m.MaxModelLen, MinReplicas: m.Replicas(),
+		Model: m.Model(), Source: m.Source, Hostname: m.Hostname, Pool: pool, MinReplicas: m.Replicas(),
 		QueueDepthTarget: m.QueueDepthTarget, Image: o.Image,
 		APIKeySecret: APIKeySecret, WeightsClaim: WeightsClaim(m.Name), BandwidthMBps: o.BandwidthMBps,
 		PrometheusAddress: o.PrometheusAddress, ServiceMonitorLabels: serviceMonitorLabels,

@@ -3,6 +3,7 @@ package serving
 import (
 	"cmp"
 
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/secret"
@@ -47,8 +48,8 @@ type ModelSpec struct {
 }
 
 // Model are the model's fit facts.
-func (m ModelSpec) Model() Model {
-	fit := Model{
+func (m ModelSpec) Model() fit.Model {
+	fit := fit.Model{
 		Name: m.Name, ParametersB: m.ParametersB, WeightsGB: m.WeightsGB, Dtype: m.Dtype, Quantization: m.Quantization,
 		TensorParallel: m.TensorParallel, GPUMemoryUtilization: m.GPUMemoryUtilization, MaxReplicas: m.MaxReplicas,
 		MaxModelLen: m.MaxModelLen, Concurrency: m.Concurrency,

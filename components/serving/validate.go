@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/internal/fielderr"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/models"
 )
 
@@ -132,15 +133,15 @@ func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 		errs = append(errs, fielderr.Invalid(p.Child("source"), m.Source, "must be a %s<bucket>/<path> URL of the %s store", want, storageKind))
 	}
 	errs = append(errs, m.validateSize(p)...)
-	switch instead, legacy := legacyDtypes[m.Dtype]; {
+	switch instead, legacy := fit.LegacyDtypes[m.Dtype]; {
 	case legacy:
-		errs = append(errs, fielderr.Invalid(p.Child("dtype"), m.Dtype, "is a quantization, not a vLLM --dtype (one of %s): write %s", strings.Join(Dtypes, ", "), instead))
-	case m.Dtype != "" && !slices.Contains(Dtypes, m.Dtype):
-		errs = append(errs, fielderr.NotSupported(p.Child("dtype"), m.Dtype, Dtypes))
+		errs = append(errs, fielderr.Invalid(p.Child("dtype"), m.Dtype, "is a quantization, not a vLLM --dtype (one of %s): write %s", strings.Join(fit.Dtypes, ", "), instead))
+	case m.Dtype != "" && !slices.Contains(fit.Dtypes, m.Dtype):
+		errs = append(errs, fielderr.NotSupported(p.Child("dtype"), m.Dtype, fit.Dtypes))
 	}
-	if _, known := Quantizations[m.Quantization]; m.Quantization != "" && !known {
-		errs = append(errs, fielderr.NotSupported(p.Child("quantization"), m.Quantization, QuantizationNames()))
-	} else if msg := actDtypeMisfit(m.Quantization, cmp.Or(m.Dtype, DefaultDtype)); msg != "" && (m.Dtype == "" || slices.Contains(Dtypes, m.Dtype)) {
+	if _, known := fit.Quantizations[m.Quantization]; m.Quantization != "" && !known {
+		errs = append(errs, fielderr.NotSupported(p.Child("quantization"), m.Quantization, fit.QuantizationNames()))
+	} else if msg := fit.ActDtypeMisfit(m.Quantization, cmp.Or(m.Dtype, fit.DefaultDtype)); msg != "" && (m.Dtype == "" || slices.Contains(fit.Dtypes, m.Dtype)) {
 		errs = append(errs, fielderr.Invalid(p.Child("dtype"), m.Dtype, "%s", msg))
 	}
 	if m.TensorParallel < 0 {
@@ -153,7 +154,7 @@ func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 		errs = append(errs, fielderr.Invalid(p.Child("concurrency"), m.Concurrency, "must be >= 1 sequence of maxModelLen tokens (or left out: 1)"))
 	}
 	if u := m.GPUMemoryUtilization; u < 0 || u > 0.98 {
-		errs = append(errs, fielderr.Invalid(p.Child("gpuMemoryUtilization"), u, "must be above 0 and at most 0.98 (vLLM needs some headroom), or left out: %.1f", DefaultUtilization))
+		errs = append(errs, fielderr.Invalid(p.Child("gpuMemoryUtilization"), u, "must be above 0 and at most 0.98 (vLLM needs some headroom), or left out: %.1f", fit.DefaultUtilization))
 	}
 	if m.MinReplicas != nil && *m.MinReplicas < 0 {
 		errs = append(errs, fielderr.Invalid(p.Child("minReplicas"), *m.MinReplicas, "must be >= 0 (0 scales to zero)"))

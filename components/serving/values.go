@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/monitoring"
@@ -15,15 +16,15 @@ import (
 // Engine is how one model is served, beyond its fit facts: decided once,
 // when the stack's plan is made, and read by every object of the model.
 type Engine struct {
-	Model
+	// Model holds the fit facts, vLLM's --max-model-len among them: one
+	// field, read by the fit check and the engine's arguments alike.
+	fit.Model
 	// Source is where the weights are downloaded from (s3:// or az://).
 	Source string
 	// Hostname is the public endpoint's name ("" for none).
 	Hostname string
 	// Pool is the pool the model runs on.
 	Pool gpupool.Facts
-	// MaxModelLen is vLLM's --max-model-len.
-	MaxModelLen int
 	MinReplicas int
 	// QueueDepthTarget is the waiting requests per replica before KEDA
 	// scales out.
@@ -75,7 +76,7 @@ func healthProbe(delay, period, failures int) probe {
 // model is reached through its engine Service, or through the HTTP add-on's
 // interceptor when it scales from zero.
 func VLLMValues(e Engine) map[string]any {
-	budget := StartupBudgetSeconds(e.Weights(), e.BandwidthMBps)
+	budget := fit.StartupBudgetSeconds(e.Weights(), e.BandwidthMBps)
 	tp := e.TensorParallel
 	hostMemGi := int(math.Max(16, math.Ceil(1.2*e.Weights()))) // weights pass through host memory while loading
 	tolerations, selector := poolTolerations(e.Pool), poolMatchExpressions(e.Pool)
@@ -155,7 +156,7 @@ func VLLMValues(e Engine) map[string]any {
 // memory below total × utilization raises). Time-sliced replicas share a
 // GPU, so each asks for its share.
 func (e Engine) MemoryUtilization() float64 {
-	return ShareUtilization(e.GPUMemoryUtilization, e.Pool)
+	return fit.ShareUtilization(e.GPUMemoryUtilization, e.Pool)
 }
 
 func imageRepo(image string) string {

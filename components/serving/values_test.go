@@ -13,6 +13,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/plain"
@@ -38,7 +39,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	pool := pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: m.Pool, SKU: "Standard_ND96isr_H100_v5", MaxNodes: 2}).Facts
 	o := serving.Options{}.Defaults("azurefile-csi-premium", serving.Cilium)
 	e := serving.NewEngine(m, pool, o, map[string]string{"release": "kube-prometheus-stack"}, "")
-	if misfits := serving.Fit(nil, e.Model, pool); len(misfits) != 0 {
+	if misfits := fit.Fit(nil, e.Model, pool); len(misfits) != 0 {
 		t.Fatalf("the test model must fit: %+v", misfits)
 	}
 	objs := renderEngine(t, e)
@@ -62,7 +63,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 	if s := fmt.Sprint(get(pod, "affinity", "nodeAffinity")); !strings.Contains(s, "gpu.natron.cloud/pool") || !strings.Contains(s, m.Pool) {
 		t.Errorf("node affinity %s does not pin the pool", s)
 	}
-	budget := serving.StartupBudgetSeconds(140, o.BandwidthMBps)
+	budget := fit.StartupBudgetSeconds(140, o.BandwidthMBps)
 	if get(c, "startupProbe", "httpGet", "path") != "/health" ||
 		fmt.Sprint(get(c, "startupProbe", "failureThreshold")) != fmt.Sprint((budget+9)/10) ||
 		get(c, "readinessProbe", "httpGet", "path") != "/health" {
@@ -276,7 +277,7 @@ func TestEngineDeploymentLeavesScalingToKEDA(t *testing.T) {
 				if ann["pulumi.com/timeoutSeconds"] != want || ann["pulumi.com/skipAwait"] != nil {
 					t.Errorf("await annotations %v, want timeoutSeconds %s", ann, want)
 				}
-				if budget := serving.StartupBudgetSeconds(e.Weights(), o.BandwidthMBps); serving.ColdStartSeconds(e) <= budget+600 {
+				if budget := fit.StartupBudgetSeconds(e.Weights(), o.BandwidthMBps); serving.ColdStartSeconds(e) <= budget+600 {
 					t.Errorf("await %s s does not cover the startup budget %d s plus a node, the image and the download", want, budget)
 				}
 				if strings.Contains(triggers, "external-push") {

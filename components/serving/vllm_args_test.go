@@ -9,6 +9,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
@@ -123,10 +124,10 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 		}{serving.ModelSpec{Name: "m", Source: "s3://b/m", ParametersB: 8, Dtype: dtype, Quantization: q, TensorParallel: 1,
 			MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(1), MaxReplicas: 2, QueueDepthTarget: 5}, p, want{dtype, q, util}})
 	}
-	for _, d := range serving.Dtypes {
+	for _, d := range fit.Dtypes {
 		add(d, "", h100, "0.9")
 	}
-	for _, q := range serving.QuantizationNames() {
+	for _, q := range fit.QuantizationNames() {
 		add("auto", q, h100, "0.9")
 	}
 	add("bfloat16", "", sliced, "0.45")
@@ -136,7 +137,7 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 			if errs := tc.m.Validate(nil, serving.S3); len(errs) != 0 {
 				t.Fatalf("the config contract refuses %+v: %v", tc.m, errs)
 			}
-			if errs := serving.Fit(nil, tc.m.Model(), tc.pool); len(errs) != 0 {
+			if errs := fit.Fit(nil, tc.m.Model(), tc.pool); len(errs) != 0 {
 				t.Fatalf("does not fit: %v", errs)
 			}
 			e := serving.NewEngine(tc.m, tc.pool, o, nil, "")

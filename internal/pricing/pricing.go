@@ -1,11 +1,9 @@
-// Package pricing is what node shapes cost: the AKS VM sizes' Azure retail
-// prices per region (azure.json, refreshed from the Azure Retail Prices API
-// by Refresh), and the bare-metal profiles' prices, which the provider sets
-// in a stack's pricing block.
+// Package pricing is what node shapes cost: a price table per target (a
+// target with published prices keeps its table beside it) and the prices a
+// stack's pricing block sets, which win.
 package pricing
 
 import (
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -61,16 +59,12 @@ func (t Table) Regions() []string {
 	return out
 }
 
-//go:embed azure.json
-var azureJSON []byte
-
-// Azure is the AKS VM sizes' prices on record (azure.json).
-var Azure = mustTable(azureJSON)
-
-func mustTable(b []byte) Table {
+// MustParse reads a price table kept as JSON; a bad table is a bug of the
+// program (each is checked by its target's tests), so it panics.
+func MustParse(name string, b []byte) Table {
 	var t Table
 	if err := json.Unmarshal(b, &t); err != nil {
-		panic(fmt.Sprintf("pricing: azure.json: %v", err)) // the embedded file is checked by TestAzureTable
+		panic(fmt.Sprintf("pricing: %s: %v", name, err))
 	}
 	return t
 }

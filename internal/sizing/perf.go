@@ -8,8 +8,8 @@ package sizing
 import (
 	"math"
 
-	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/models"
 )
 
@@ -36,7 +36,7 @@ const (
 type Deployment struct {
 	Model models.Card
 	// BytesPerParameter is the stored weight width (the dtype's or the
-	// quantization's: serving.Model.BytesPerParameter).
+	// quantization's: fit.Model.BytesPerParameter).
 	BytesPerParameter float64
 	// FP8 is true when the weights are computed in FP8 (quantization fp8
 	// on a GPU with FP8 Tensor Cores).
@@ -47,7 +47,7 @@ type Deployment struct {
 
 // NewDeployment is model m as serving sizes it (its dtype and
 // quantization) on sku at tensor parallelism tp.
-func NewDeployment(entry models.Card, m serving.Model, sku catalog.SKU, tp int) Deployment {
+func NewDeployment(entry models.Card, m fit.Model, sku catalog.SKU, tp int) Deployment {
 	return Deployment{Model: entry, BytesPerParameter: m.BytesPerParameter(), SKU: sku, TensorParallel: max(tp, 1),
 		FP8: m.Quantization == "fp8" && sku.GPU.RunsNatively("fp8")}
 }

@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/models"
 )
 
@@ -22,7 +22,7 @@ func deployment(t *testing.T, model, quantization string, section catalog.Sectio
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := serving.Model{ParametersB: entry.ParametersB, Dtype: "bfloat16", Quantization: quantization}
+	m := fit.Model{ParametersB: entry.ParametersB, Dtype: "bfloat16", Quantization: quantization}
 	return NewDeployment(entry, m, s, tp)
 }
 

@@ -6,8 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/pricing"
@@ -104,8 +104,8 @@ func Recommend(req Requirements, section catalog.Section, prices pricing.Table) 
 	if quant == "" {
 		quant = entry.Quantization
 	}
-	if _, known := serving.Quantizations[quant]; quant != "" && !known {
-		return nil, fmt.Errorf("quantization: must be one of %s, got %q", strings.Join(serving.QuantizationNames(), ", "), quant)
+	if _, known := fit.Quantizations[quant]; quant != "" && !known {
+		return nil, fmt.Errorf("quantization: must be one of %s, got %q", strings.Join(fit.QuantizationNames(), ", "), quant)
 	}
 	prompt := req.Prompt
 	if prompt == 0 {
@@ -115,20 +115,20 @@ func Recommend(req Requirements, section catalog.Section, prices pricing.Table) 
 	var closest string
 	closestTPOT := math.Inf(1)
 	for _, sku := range section.SKUs() {
-		m := serving.Model{Name: entry.Name, ParametersB: entry.ParametersB, Dtype: serving.DefaultDtype, Quantization: quant,
-			GPUMemoryUtilization: serving.DefaultUtilization, MaxModelLen: ctx, Shape: entry.Shape}
+		m := fit.Model{Name: entry.Name, ParametersB: entry.ParametersB, Dtype: fit.DefaultDtype, Quantization: quant,
+			GPUMemoryUtilization: fit.DefaultUtilization, MaxModelLen: ctx, Shape: entry.Shape}
 		pool := gpupool.NewFacts(gpupool.Spec{Name: sku.Name}, sku)
-		if why := serving.QuantizationMisfit(quant, sku.GPU.Model, sku.GPU.ComputeCapability); why != "" {
+		if why := fit.QuantizationMisfit(quant, sku.GPU.Model, sku.GPU.ComputeCapability); why != "" {
 			res.Rejected = append(res.Rejected, Rejected{sku.Name, why})
 			continue
 		}
 		// the largest tensor parallelism's reason: the closest it came
 		reason, found := "", false
-		for _, tp := range serving.TensorParallels(m, pool) {
+		for _, tp := range fit.TensorParallels(m, pool) {
 			d, why := design(req, entry, m, pool, sku, tp, ctx, prompt)
 			if d == nil {
 				reason = why
-				if t := NewDeployment(entry, m, sku, tp).TPOT(1, ctx); serving.Sizing(m, pool, tp).KVTokens() >= ctx && t < closestTPOT {
+				if t := NewDeployment(entry, m, sku, tp).TPOT(1, ctx); fit.Sizing(m, pool, tp).KVTokens() >= ctx && t < closestTPOT {
 					closestTPOT, closest = t, fmt.Sprintf("%s at tensorParallel %d: %.1f ms per token", sku.Name, tp, t*1000)
 				}
 				continue
@@ -157,10 +157,10 @@ func Recommend(req Requirements, section catalog.Section, prices pricing.Table) 
 // design is the cheapest way to serve req at tensor parallelism tp on
 // sku, or why there is none: each replica takes as many streams as its KV
 // cache holds at the full context and its time per token allows.
-func design(req Requirements, entry models.Card, m serving.Model, pool gpupool.Facts, sku catalog.SKU, tp, ctx, prompt int) (*Design, string) {
-	mem := serving.Sizing(m, pool, tp)
+func design(req Requirements, entry models.Card, m fit.Model, pool gpupool.Facts, sku catalog.SKU, tp, ctx, prompt int) (*Design, string) {
+	mem := fit.Sizing(m, pool, tp)
 	byMemory := mem.KVTokens() / ctx
-	if byMemory < 1 || mem.HeadroomGiB() < serving.CUDAGraphGiB {
+	if byMemory < 1 || mem.HeadroomGiB() < fit.CUDAGraphGiB {
 		return nil, fmt.Sprintf("tensorParallel %d: one sequence of %d tokens needs %.0f GiB per GPU, %.0f GiB there", tp, ctx, mem.NeedGiB(), mem.BudgetGiB())
 	}
 	d := NewDeployment(entry, m, sku, tp)

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/models"
-	"github.com/natron/gpu-node-pools/internal/pricing"
+	"github.com/natron/gpu-node-pools/stacks/target/aks"
 )
 
 // Every design the planner offers meets the requirements by the same
@@ -18,7 +18,7 @@ import (
 func TestPlanDesignsMeetTheRequirements(t *testing.T) {
 	t.Parallel()
 	req := Requirements{Model: "llama-3.1-70b", Context: 8192, Concurrency: 32, TPOT: 0.05, Region: "eastus"}
-	res, err := Recommend(req, catalog.Azure, pricing.Azure)
+	res, err := Recommend(req, catalog.Azure, aks.Prices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,10 +30,10 @@ func TestPlanDesignsMeetTheRequirements(t *testing.T) {
 		if d.TPOTMs > 50 || d.Batch*d.Replicas < 32 || d.MaxNodes*sku.GPUs < d.Replicas*d.TensorParallel {
 			t.Errorf("design %+v does not meet the requirements", d)
 		}
-		m := serving.Model{Name: "m", ParametersB: 70.6, Dtype: "auto", TensorParallel: d.TensorParallel, GPUMemoryUtilization: 0.9,
+		m := fit.Model{Name: "m", ParametersB: 70.6, Dtype: "auto", TensorParallel: d.TensorParallel, GPUMemoryUtilization: 0.9,
 			MaxReplicas: d.Replicas, MaxModelLen: 8192, Concurrency: d.Batch, Shape: mustEntry(t, "llama-3.1-70b").Shape}
 		pool := gpupool.NewFacts(gpupool.Spec{Name: "serve", MaxNodes: d.MaxNodes}, sku)
-		if errs := serving.Fit(nil, m, pool); len(errs) > 0 {
+		if errs := fit.Fit(nil, m, pool); len(errs) > 0 {
 			t.Errorf("the fit check refuses design %+v: %v", d, errs)
 		}
 		if i > 0 && less(d, res.Designs[i-1], false) {
@@ -59,7 +59,7 @@ func TestPlanDesignsMeetTheRequirements(t *testing.T) {
 // named; the closest design is offered.
 func TestPlanErrors(t *testing.T) {
 	t.Parallel()
-	_, err := Recommend(Requirements{Model: "llama-3.1-70b", Context: 8192, Concurrency: 8, TPOT: 0.002, Region: "eastus"}, catalog.Azure, pricing.Azure)
+	_, err := Recommend(Requirements{Model: "llama-3.1-70b", Context: 8192, Concurrency: 8, TPOT: 0.002, Region: "eastus"}, catalog.Azure, aks.Prices)
 	var nf *NothingFits
 	if !errors.As(err, &nf) || !strings.Contains(err.Error(), "within 2 ms per token; the closest is Standard_ND96") {
 		t.Errorf("2 ms per token: %v", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/config"
@@ -84,7 +85,7 @@ func TestPlanDecidesOnce(t *testing.T) {
 			for i, e := range p.Serving.Engines {
 				m := vllm[i]
 				if e.Name != m.Name || e.Pool.Name != m.Pool || e.Pool.SKU != facts[m.Pool] ||
-					(m.TensorParallel != 0 && e.TensorParallel != m.TensorParallel) || len(serving.Fit(nil, e.Model, e.Pool)) > 0 ||
+					(m.TensorParallel != 0 && e.TensorParallel != m.TensorParallel) || len(fit.Fit(nil, e.Model, e.Pool)) > 0 ||
 					e.RuntimeClass != tc.runtimeClass || e.Image != p.Serving.Options.Image ||
 					!cmp.Equal(e.ServiceMonitorLabels, p.Platform.Monitoring.ServiceMonitorLabels) {
 					t.Errorf("engine %s: %+v", m.Name, e)

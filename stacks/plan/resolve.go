@@ -17,6 +17,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/fielderr"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/models"
@@ -197,7 +198,7 @@ func (r *resolver) resolveServing(p *Stack, o serving.Options) *serving.Resolved
 		if estimatedFrom != "" {
 			p.Warnings = append(p.Warnings, serving.EstimateWarning(ip.String(), sized, estimatedFrom))
 		}
-		r.add(serving.Fit(ip, sized.Model(), *facts, p.Target.Catalog().SKUs()...)...)
+		r.add(fit.Fit(ip, sized.Model(), *facts, p.Target.Catalog().SKUs()...)...)
 		sp.Engines = append(sp.Engines, serving.NewEngine(sized, *facts, o, p.Platform.Monitoring.ServiceMonitorLabels, runtime))
 	}
 	for i, j := range cfg.BatchJobs {
@@ -374,7 +375,7 @@ func costs(spec pricing.Spec, p *Stack) map[string]Cost {
 	for _, pool := range p.Pools {
 		f := pool.Facts
 		expected := (busy[f.Name] + f.GPUResourcesPerNode - 1) / max(f.GPUResourcesPerNode, 1)
-		c, note := spec.Cost(pricing.PoolShape{SKU: f.SKU, MinNodes: f.MinNodes, MaxNodes: f.MaxNodes, Expected: expected, Spot: f.Spot}, pricing.Azure)
+		c, note := spec.Cost(pricing.PoolShape{SKU: f.SKU, MinNodes: f.MinNodes, MaxNodes: f.MaxNodes, Expected: expected, Spot: f.Spot}, p.Target.Prices())
 		out[f.Name] = Cost{Cost: c, Note: note}
 	}
 	return out

@@ -15,7 +15,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 	"github.com/natron/gpu-node-pools/stacks/stackfile"
@@ -170,7 +170,7 @@ func Summary(p *plan.Stack) []string {
 		return out
 	}
 	for _, e := range p.Serving.Engines {
-		mem := serving.Sizing(e.Model, e.Pool, e.TensorParallel)
+		mem := fit.Sizing(e.Model, e.Pool, e.TensorParallel)
 		out = append(out, fmt.Sprintf("model %s on %s: tensor parallel %d, maxModelLen %d, KV cache %d tokens (%.1f × maxModelLen), %d-%d replicas",
 			e.Name, e.Pool.Name, e.TensorParallel, e.MaxModelLen, mem.KVTokens(), mem.MaxConcurrency(e.MaxModelLen), e.MinReplicas, e.MaxReplicas))
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
-	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/secret"
@@ -76,7 +75,7 @@ func Deploy(ctx *pulumi.Context, p *plan.Stack) error {
 			return err
 		}
 	}
-	return deployWorkloads(ctx, p, providers.Workload, toGitOps, providers.Management != nil, p.Protect)
+	return deployWorkloads(ctx, p, providers.Workload, toGitOps, p.Target.ManagementCluster(), p.Protect)
 }
 
 // WorkloadProgram runs only the workload-cluster side of a stack (platform
@@ -95,7 +94,7 @@ func WorkloadProgram(kubeconfig secret.Secret) pulumi.RunFunc {
 		if err != nil {
 			return err
 		}
-		return deployWorkloads(ctx, p, workload, workload, p.Target.Name() == catalog.Natron, false)
+		return deployWorkloads(ctx, p, workload, workload, p.Target.ManagementCluster(), false)
 	}
 }
 

@@ -7,7 +7,9 @@
 package target
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
@@ -17,6 +19,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/pricing"
 	"github.com/natron/gpu-node-pools/internal/secret"
 )
 
@@ -27,6 +30,9 @@ type Target interface {
 	Name() catalog.Target
 	// Catalog is the target's section of the SKU catalog.
 	Catalog() catalog.Section
+	// Prices are the prices on record for the catalog's node shapes; nil
+	// when the provider sets them in each stack's pricing block.
+	Prices() pricing.Table
 	// NewCluster is an empty config block to decode the target's block into.
 	NewCluster() Cluster
 	// ValidatePool checks the pool keys only this target reads (or refuses).
@@ -35,6 +41,11 @@ type Target interface {
 	ValidatePlatform(p *field.Path, s platform.Spec) field.ErrorList
 	// Defaults are the target's defaults for the layers above the pools.
 	Defaults() Defaults
+	// Planning is what the planner needs to write a stack for the target.
+	Planning() Planning
+	// ManagementCluster is whether the pools are objects in a management
+	// cluster apart from the workload cluster (Cluster API).
+	ManagementCluster() bool
 	// Providers builds the stack's Kubernetes providers, or render
 	// providers writing under renderDir when it is set.
 	Providers(ctx *pulumi.Context, c Cluster, renderDir string) (*Providers, error)
@@ -54,6 +65,14 @@ type Identity struct {
 // Subject is the token subject Kubernetes issues to the service account.
 func (id Identity) Subject() string {
 	return "system:serviceaccount:" + id.Namespace + ":" + id.ServiceAccount
+}
+
+// PriceRefresher is a target whose prices on record come from a public
+// price list: gpu-plan prices refreshes them.
+type PriceRefresher interface {
+	// RefreshPrices reads the list at api ("": the public one) for the
+	// catalog's node shapes in regions ("": the default regions).
+	RefreshPrices(ctx context.Context, client *http.Client, api string, regions []string, today string) (pricing.Table, error)
 }
 
 // Federator is a target whose clusters can federate a service account with
@@ -84,6 +103,16 @@ type Defaults struct {
 	// Plugins are the resource provider plugins the target's resources
 	// need besides the Kubernetes provider (which the toolchain builds).
 	Plugins []Plugin
+}
+
+// Planning is what the planner (gpu-plan --format yaml) needs to write a
+// stack fragment for a target.
+type Planning struct {
+	// Spot is whether the target has spot capacity a pool may ask for.
+	Spot bool
+	// WeightsScheme is the URL scheme of the weights store a planned
+	// stack starts from.
+	WeightsScheme string
 }
 
 // Plugin is a resource provider plugin at a version.

@@ -29,3 +29,16 @@ func Facts(t testing.TB, section catalog.Section, specs ...gpupool.Spec) []gpupo
 	}
 	return out
 }
+
+// Pool is the facts of one pool of sku from a target's catalog section.
+func Pool(t testing.TB, target catalog.Target, sku string, maxNodes int, mig catalog.MIGProfile) gpupool.Facts {
+	t.Helper()
+	section := map[catalog.Target]catalog.Section{catalog.AKS: catalog.Azure, catalog.Natron: catalog.BareMetal}[target]
+	return Resolved(t, section, gpupool.Spec{Name: "infer", SKU: sku, MaxNodes: maxNodes, MIGProfile: mig}).Facts
+}
+
+// TimeSliced is an A100 pool whose GPUs each serve replicas pods.
+func TimeSliced(t testing.TB, replicas int) gpupool.Facts {
+	t.Helper()
+	return Resolved(t, catalog.Azure, gpupool.Spec{Name: "infer", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: replicas}).Facts
+}

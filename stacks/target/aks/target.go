@@ -125,3 +125,13 @@ func (Target) NewPool(ctx *pulumi.Context, pool gpupool.Resolved, c target.Clust
 	}
 	return NewPool(ctx, pool.Spec.Name, &PoolArgs{Cluster: *cluster, Pool: pool, Protect: protect})
 }
+
+// Planning: AKS has spot VMs; a planned stack reads its weights from Azure
+// Blob storage.
+func (Target) Planning() target.Planning {
+	return target.Planning{Spot: true, WeightsScheme: "az"}
+}
+
+// ManagementCluster: AKS agent pools are Azure resources, not objects of a
+// management cluster.
+func (Target) ManagementCluster() bool { return false }

@@ -5,9 +5,10 @@ package natron
 
 import (
 	"fmt"
-	"github.com/natron/gpu-node-pools/components/serving"
 	"regexp"
 	"strings"
+
+	"github.com/natron/gpu-node-pools/components/serving"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -16,6 +17,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/fielderr"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/pricing"
 	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/stacks/target"
 )
@@ -30,6 +32,10 @@ func (Target) Name() catalog.Target { return catalog.Natron }
 
 // Catalog is the hardware profiles racked at the sites.
 func (Target) Catalog() catalog.Section { return catalog.BareMetal }
+
+// Prices is nil: the provider prices its profiles in each stack's pricing
+// block.
+func (Target) Prices() pricing.Table { return nil }
 
 // NewCluster is an empty natron block.
 func (Target) NewCluster() target.Cluster { return &Cluster{} }
@@ -170,3 +176,13 @@ func (Target) NewPool(ctx *pulumi.Context, pool gpupool.Resolved, c target.Clust
 	}
 	return NewPool(ctx, pool.Spec.Name, &PoolArgs{Cluster: *cluster, Pool: pool, Protect: protect, Management: providers.Management})
 }
+
+// Planning: bare metal has no spot capacity; a planned stack reads its
+// weights from the site's S3-compatible store.
+func (Target) Planning() target.Planning {
+	return target.Planning{WeightsScheme: "s3"}
+}
+
+// ManagementCluster: the pools are Cluster API objects in the management
+// cluster.
+func (Target) ManagementCluster() bool { return true }

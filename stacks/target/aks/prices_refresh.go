@@ -1,4 +1,4 @@
-package pricing
+package aks
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/natron/gpu-node-pools/internal/pricing"
 )
 
 // RetailPricesAPI is the Azure Retail Prices API: public, unauthenticated
@@ -46,8 +48,8 @@ func Filter(region string, skus []string) string {
 // Windows meters and low-priority meters are left out; a meter named
 // "... Spot" is the spot price. A size without a meter in a region is
 // left out: it is not offered there.
-func Refresh(ctx context.Context, client *http.Client, base string, skus, regions []string, today string) (Table, error) {
-	byKey := map[[2]string]*Price{}
+func Refresh(ctx context.Context, client *http.Client, base string, skus, regions []string, today string) (pricing.Table, error) {
+	byKey := map[[2]string]*pricing.Price{}
 	for _, region := range regions {
 		q := url.Values{"api-version": {"2023-01-01-preview"}, "$filter": {Filter(region, skus)}}
 		next := base + "?" + q.Encode()
@@ -64,7 +66,7 @@ func Refresh(ctx context.Context, client *http.Client, base string, skus, region
 				k := [2]string{it.ArmSkuName, it.ArmRegionName}
 				p := byKey[k]
 				if p == nil {
-					p = &Price{SKU: it.ArmSkuName, Region: it.ArmRegionName, Retrieved: today, Source: RetailPricesAPI + " (Linux, consumption)"}
+					p = &pricing.Price{SKU: it.ArmSkuName, Region: it.ArmRegionName, Retrieved: today, Source: RetailPricesAPI + " (Linux, consumption)"}
 					byKey[k] = p
 				}
 				if strings.HasSuffix(it.MeterName, " Spot") {
@@ -76,7 +78,7 @@ func Refresh(ctx context.Context, client *http.Client, base string, skus, region
 			next = page.NextPageLink
 		}
 	}
-	out := make(Table, 0, len(byKey))
+	out := make(pricing.Table, 0, len(byKey))
 	for _, p := range byKey {
 		out = append(out, *p)
 	}

@@ -1,10 +1,9 @@
-package serving
+package fit
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/internal/catalog"
@@ -12,17 +11,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
-
-func pool(t *testing.T, target catalog.Target, sku string, maxNodes int, mig catalog.MIGProfile) gpupool.Facts {
-	t.Helper()
-	section := map[catalog.Target]catalog.Section{catalog.AKS: catalog.Azure, catalog.Natron: catalog.BareMetal}[target]
-	return pooltest.Resolved(t, section, gpupool.Spec{Name: "infer", SKU: sku, MaxNodes: maxNodes, MIGProfile: mig}).Facts
-}
-
-func timeSliced(t *testing.T, replicas int) gpupool.Facts {
-	t.Helper()
-	return pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "infer", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: replicas}).Facts
-}
 
 func TestWeights(t *testing.T) {
 	t.Parallel()
@@ -63,9 +51,11 @@ func with(m Model, f func(*Model)) Model { f(&m); return m }
 // (a KV reserve of 10 % of the weights) are kept, with the exact figures.
 func TestFit(t *testing.T) {
 	t.Parallel()
-	h100x8 := func(maxNodes int) gpupool.Facts { return pool(t, catalog.Natron, "h100-80gb-x8", maxNodes, "") }
-	a100x1 := pool(t, catalog.AKS, "Standard_NC24ads_A100_v4", 4, "")
-	nvl2 := pool(t, catalog.AKS, "Standard_NC80adis_H100_v5", 2, "")
+	h100x8 := func(maxNodes int) gpupool.Facts {
+		return pooltest.Pool(t, catalog.Natron, "h100-80gb-x8", maxNodes, "")
+	}
+	a100x1 := pooltest.Pool(t, catalog.AKS, "Standard_NC24ads_A100_v4", 4, "")
+	nvl2 := pooltest.Pool(t, catalog.AKS, "Standard_NC80adis_H100_v5", 2, "")
 	azure := catalog.Azure.SKUs()
 	tests := []struct {
 		name   string
@@ -99,20 +89,20 @@ func TestFit(t *testing.T) {
 		{"fp8 needs FP8 compute: not on an A100", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "fp8" }), a100x1, nil, "quantization",
 			"fp8 needs compute capability 8.9 or newer, the pool's NVIDIA A100 80GB PCIe has 8.0; vLLM would fall back"},
 		{"awq on a T4", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "awq" }),
-			pool(t, catalog.AKS, "Standard_NC4as_T4_v3", 1, ""), nil, "", ""},
+			pooltest.Pool(t, catalog.AKS, "Standard_NC4as_T4_v3", 1, ""), nil, "", ""},
 		{"awq not on a V100", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "awq" }),
-			pool(t, catalog.AKS, "Standard_NC6s_v3", 1, ""), nil, "quantization", "awq needs compute capability 7.5 or newer"},
+			pooltest.Pool(t, catalog.AKS, "Standard_NC6s_v3", 1, ""), nil, "quantization", "awq needs compute capability 7.5 or newer"},
 		{"no tensor parallelism over MIG slices", known(t, "mistral-7b", 2),
-			pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG3g"), nil, "tensorParallel", "must be 1 on pool infer, where each GPU resource is a MIG slice (3g.40gb): a CUDA process sees one MIG device"},
+			pooltest.Pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG3g"), nil, "tensorParallel", "must be 1 on pool infer, where each GPU resource is a MIG slice (3g.40gb): a CUDA process sees one MIG device"},
 		{"no tensor parallelism over time-sliced shares", known(t, "llama-3.2-1b", 2),
-			timeSliced(t, 4), nil, "tensorParallel", "a time-sliced share (4 per GPU): two shares may be the same physical GPU"},
+			pooltest.TimeSliced(t, 4), nil, "tensorParallel", "a time-sliced share (4 per GPU): two shares may be the same physical GPU"},
 		{"MIG slice memory counts", known(t, "mistral-7b", 1),
-			pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "tensorParallel", "tensorParallel 1 on pool infer gives 1 × 9 GiB × gpuMemoryUtilization 0.90 = 8 GiB"},
-		{"a 1B model on a MIG 1g slice", known(t, "llama-3.2-1b", 1), pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "", ""},
+			pooltest.Pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "tensorParallel", "tensorParallel 1 on pool infer gives 1 × 9 GiB × gpuMemoryUtilization 0.90 = 8 GiB"},
+		{"a 1B model on a MIG 1g slice", known(t, "llama-3.2-1b", 1), pooltest.Pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "", ""},
 		{"no room for CUDA graphs above the budget", with(known(t, "llama-3.2-1b", 1), func(m *Model) { m.GPUMemoryUtilization = 0.98 }),
-			pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "gpuMemoryUtilization", "leaves 0.18 GiB of each GPU above vLLM's budget"},
+			pooltest.Pool(t, catalog.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "gpuMemoryUtilization", "leaves 0.18 GiB of each GPU above vLLM's budget"},
 		{"a model given by size only: the nearest catalog shape", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1, MaxModelLen: 65536},
-			pool(t, catalog.AKS, "Standard_NV36ads_A10_v5", 1, ""), nil, "maxModelLen", "8.0 GiB of KV cache"},
+			pooltest.Pool(t, catalog.AKS, "Standard_NV36ads_A10_v5", 1, ""), nil, "maxModelLen", "8.0 GiB of KV cache"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,50 +134,6 @@ func TestStartupBudget(t *testing.T) {
 	} {
 		if got := StartupBudgetSeconds(tc.weightsGB, tc.mbps); got != tc.want {
 			t.Errorf("StartupBudgetSeconds(%v GB, %v MB/s) = %d, want %d", tc.weightsGB, tc.mbps, got, tc.want)
-		}
-	}
-}
-
-func TestChartOverride(t *testing.T) {
-	t.Parallel()
-	var o Options
-	o.Charts.VLLMStack.Version = "0.1.13"
-	got := o.Defaults("cephfs", Cilium).Charts
-	if v := got.VLLMStack; v.Version != "0.1.13" || v.Repo != VLLMStackChart.Repo || v.Name != "vllm-stack" {
-		t.Errorf("override = %+v", v)
-	}
-	if diff := cmp.Diff(KEDAChart, got.KEDA); diff != "" {
-		t.Errorf("an empty override changed the pin (-pinned +got):\n%s", diff)
-	}
-}
-
-// vLLM's start-up rule (vllm/v1/worker/gpu_worker.py, Worker.init_device,
-// at v0.11.0): a worker needs total × gpu_memory_utilization free on its
-// GPU when it starts, and then holds that much. Time-sliced replicas of a
-// model share one physical GPU: every one of them must start.
-func TestTimeSlicedReplicasAllStart(t *testing.T) {
-	t.Parallel()
-	for _, shares := range []int{1, 2, 4, 7} {
-		p := timeSliced(t, shares)
-		if shares == 1 {
-			p = pool(t, catalog.AKS, "Standard_NC24ads_A100_v4", 2, "")
-		}
-		e := Engine{Model: Model{Name: "m", ParametersB: 1, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: shares}, Pool: p}
-		if misfits := Fit(field.NewPath("m"), e.Model, p); len(misfits) != 0 {
-			t.Fatalf("%d shares: the test model must fit: %v", shares, misfits)
-		}
-		total := float64(p.GPUMemoryGB)
-		free := total
-		for r := 1; r <= shares; r++ {
-			want := total * e.MemoryUtilization()
-			if free < want {
-				t.Fatalf("%d shares: replica %d finds %.1f of %.0f GB free, below gpu_memory_utilization %.3f (%.1f GB): vLLM refuses to start",
-					shares, r, free, total, e.MemoryUtilization(), want)
-			}
-			free -= want
-		}
-		if got, want := e.MemoryUtilization()*float64(shares), 0.9; got > want || got < want-0.01 {
-			t.Errorf("%d shares use %.3f of the GPU together, want the configured %.2f", shares, got, want)
 		}
 	}
 }

@@ -1,9 +1,16 @@
-package serving
+package fit
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+)
+
+// vLLM's own defaults for --dtype and --gpu-memory-utilization
+// (vllm/engine/arg_utils.py, EngineArgs, at v0.11.0).
+const (
+	DefaultDtype       = "auto"
+	DefaultUtilization = 0.9
 )
 
 // Dtypes are the values vLLM's --dtype accepts: ModelDType in
@@ -61,10 +68,10 @@ func QuantizationNames() []string {
 	return out
 }
 
-// legacyDtypes were dtypes before quantization had a key of its own: vLLM
+// LegacyDtypes were dtypes before quantization had a key of its own: vLLM
 // refuses them as --dtype, so a stack that still says so is told what to
 // write instead.
-var legacyDtypes = map[string]string{
+var LegacyDtypes = map[string]string{
 	"fp8":  "quantization: fp8 (and dtype: auto)",
 	"int8": "quantization: compressed-tensors for a W8A8 checkpoint, or gptq with weightsGB for an 8-bit GPTQ one (and dtype: auto)",
 	"int4": "quantization: awq or gptq for a 4-bit checkpoint (and dtype: auto)",
@@ -78,8 +85,8 @@ func (m Model) BytesPerParameter() float64 {
 	return dtypeBytes[m.Dtype]
 }
 
-// capability formats a compute capability (89: "8.9").
-func capability(c int) string { return fmt.Sprintf("%d.%d", c/10, c%10) }
+// Capability formats a compute capability (89: "8.9").
+func Capability(c int) string { return fmt.Sprintf("%d.%d", c/10, c%10) }
 
 // QuantizationMisfit is why a GPU (its model name and compute capability)
 // cannot run a method, "" when it can.
@@ -88,15 +95,15 @@ func QuantizationMisfit(method string, gpu string, cc int) string {
 	if !ok || cc >= q.MinCapability {
 		return ""
 	}
-	msg := fmt.Sprintf("%s needs compute capability %s or newer, the pool's %s has %s", method, capability(q.MinCapability), gpu, capability(cc))
+	msg := fmt.Sprintf("%s needs compute capability %s or newer, the pool's %s has %s", method, Capability(q.MinCapability), gpu, Capability(cc))
 	if method == "fp8" {
 		msg += "; vLLM would fall back to weight-only FP8 kernels there without FP8 compute: use awq or gptq (4-bit), or no quantization"
 	}
 	return msg
 }
 
-// actDtypeMisfit is why a method refuses an activation dtype, "" if not.
-func actDtypeMisfit(method, dtype string) string {
+// ActDtypeMisfit is why a method refuses an activation dtype, "" if not.
+func ActDtypeMisfit(method, dtype string) string {
 	q, ok := Quantizations[method]
 	if !ok || q.ActDtypes == nil || slices.Contains(q.ActDtypes, dtype) {
 		return ""

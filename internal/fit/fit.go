@@ -1,8 +1,9 @@
-// Package serving is model serving on the GPU pools. This part is the fit
+// Package fit is whether a model fits a GPU pool under vLLM: the pure maths
+// (no Pulumi) that serving, sizing and the plan share. This part is the fit
 // check: whether a model's weights, vLLM's runtime, the KV cache of its
 // maxModelLen (memory.go) and its replicas fit the pool it is meant for,
 // with advice on what to change when they do not.
-package serving
+package fit
 
 import (
 	"fmt"
@@ -152,7 +153,7 @@ func memoryMisfit(p *field.Path, m Model, pool gpupool.Facts, mem Memory, others
 	need += fmt.Sprintf(" needs %.0f GiB (%.0f GiB of weights, %.1f GiB of KV cache, %.1f GiB for the runtime); tensorParallel %d on pool %s gives %d × %.0f GiB × gpuMemoryUtilization %.2f = %.0f GiB",
 		g*mem.NeedGiB(), g*mem.WeightsGiB, g*mem.NeededKVGiB(), g*mem.ReserveGiB(), tp, pool.Name, tp, mem.TotalGiB, mem.Utilization, g*mem.BudgetGiB())
 	for _, t := range TensorParallels(m, pool) {
-		if t > tp && fitsAt(m, pool, t) {
+		if t > tp && FitsAt(m, pool, t) {
 			return fielderr.Invalid(p.Child("tensorParallel"), tp, "%s; tensorParallel %d fits", need, t)
 		}
 	}
@@ -175,7 +176,7 @@ func memoryMisfit(p *field.Path, m Model, pool gpupool.Facts, mem Memory, others
 	return fielderr.Invalid(p.Child(key), map[string]int{"tensorParallel": tp, "maxModelLen": m.MaxModelLen}[key], "%s; %s", need, strings.Join(advice, ", or "))
 }
 
-func fitsAt(m Model, pool gpupool.Facts, tp int) bool { return Sizing(m, pool, tp).Fits() }
+func FitsAt(m Model, pool gpupool.Facts, tp int) bool { return Sizing(m, pool, tp).Fits() }
 
 // elsewhere is the node shape among others that holds the model with the
 // least GPU memory in use, and its tensor parallelism.
@@ -187,7 +188,7 @@ func elsewhere(m Model, others []catalog.SKU) (string, int, bool) {
 		}
 		pool := gpupool.NewFacts(gpupool.Spec{Name: s.Name}, s)
 		for _, t := range TensorParallels(m, pool) {
-			if used := float64(t * s.GPU.MemoryGB); fitsAt(m, pool, t) && used < bestMem {
+			if used := float64(t * s.GPU.MemoryGB); FitsAt(m, pool, t) && used < bestMem {
 				best, bestTP, bestMem = s.Name, t, used
 			}
 		}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/models"
+	"github.com/natron/gpu-node-pools/internal/sizing"
+	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/target"
+)
+
+// poolName is the name the fragment gives the design's pool.
+const poolName = "serve"
+
+// fragment is a design as stack config keyed like a Pulumi.<stack>.yaml:
+// the pool of its node shape and the model on it, built as the typed specs
+// the program loads, so each key is spelt once (by its struct tag). source
+// points at the model's Hugging Face path in the weights store, to adjust.
+func fragment(res *sizing.Result, d sizing.Design, facts target.Planning, req sizing.Requirements) (map[string]any, error) {
+	entry, _ := models.Known.Lookup(res.Model)
+	one := 1
+	model := serving.ModelSpec{
+		Name: modelName(res.Model), Pool: poolName, Source: facts.WeightsScheme + "://models/" + entry.HuggingFace,
+		CatalogModel: res.Model, TensorParallel: d.TensorParallel, MaxModelLen: res.Context,
+		Concurrency: d.Batch, MinReplicas: &one, MaxReplicas: d.Replicas,
+	}
+	if req.Quantization != entry.Quantization {
+		model.Quantization = req.Quantization
+	}
+	pool := gpupool.Spec{Name: poolName, SKU: d.SKU, MaxNodes: d.MaxNodes, Spot: req.Spot && facts.Spot}
+	out := map[string]any{}
+	for key, v := range map[string]any{"pools": []gpupool.Spec{pool}, "models": []serving.ModelSpec{model}} {
+		var generic any
+		b, err := json.Marshal(v)
+		if err == nil {
+			err = json.Unmarshal(b, &generic)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("fragment %s: %w", key, err)
+		}
+		out[config.Key(key)] = generic
+	}
+	return out, nil
+}
+
+// modelName is a catalog name as a model's config name: a DNS label of at
+// most serving.MaxModelName characters.
+func modelName(catalogName string) string {
+	n := strings.ReplaceAll(strings.ToLower(catalogName), ".", "-")
+	if len(n) > serving.MaxModelName {
+		n = n[:serving.MaxModelName]
+	}
+	return strings.TrimRight(n, "-")
+}

@@ -1,0 +1,39 @@
+package aks
+
+import (
+	"cmp"
+	"context"
+	_ "embed"
+	"net/http"
+
+	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/pricing"
+)
+
+//go:embed prices.json
+var pricesJSON []byte
+
+// Prices are the AKS VM sizes' Azure retail prices on record per region
+// (prices.json, refreshed from the Azure Retail Prices API by Refresh:
+// gpu-plan prices).
+var Prices = pricing.MustParse("prices.json", pricesJSON)
+
+// Prices is the target's price table.
+func (Target) Prices() pricing.Table { return Prices }
+
+// DefaultPriceRegions are the regions gpu-plan prices reads when none are
+// given.
+var DefaultPriceRegions = []string{"westeurope", "germanywestcentral", "swedencentral", "eastus"}
+
+// RefreshPrices reads the Azure Retail Prices API for every AKS size of
+// the catalog.
+func (Target) RefreshPrices(ctx context.Context, client *http.Client, api string, regions []string, today string) (pricing.Table, error) {
+	var skus []string
+	for _, s := range catalog.Azure.SKUs() {
+		skus = append(skus, s.Name)
+	}
+	if len(regions) == 0 {
+		regions = DefaultPriceRegions
+	}
+	return Refresh(ctx, client, cmp.Or(api, RetailPricesAPI), skus, regions, today)
+}
