@@ -479,7 +479,7 @@ func templateNode(t *testing.T, p *plan.Stack, pool gpupool.Resolved) map[string
 			taints = append(taints, string(v.(pulumi.String)))
 		}
 		if pool.Spec.Spot {
-			taints = append(taints, gpupool.SpotTaintKey+"="+gpupool.SpotTaintValue+":NoSchedule")
+			taints = append(taints, aks.SpotToleration.Key+"="+aks.SpotToleration.Value+":"+aks.SpotToleration.Effect)
 		}
 		return nodesim.AKSTemplateNode(pool.Spec.Name, pool.SKU, labels, taints, "aks-"+pool.Spec.Name+"-template")
 	}

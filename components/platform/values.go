@@ -47,12 +47,17 @@ var gpuNodeSelector = map[string]string{gpupool.LabelGPUPresent: "true"}
 const DevicePluginConfigMap = "gpu-node-pools-device-plugin"
 
 // Tolerations are what every GPU DaemonSet needs: the GPU taint whatever
-// its value, and AKS's spot taint when a spot pool exists.
+// its value, and every other taint a pool's pods tolerate (the target's
+// spot taint, where a spot pool exists).
 func Tolerations(pools []gpupool.Facts) []toleration {
 	t := []toleration{{Key: gpupool.GPUTaintKey, Operator: "Exists", Effect: gpupool.GPUTaintEffect}}
-	if slices.ContainsFunc(pools, func(p gpupool.Facts) bool { return p.Spot }) {
-		s := gpupool.SpotToleration
-		t = append(t, toleration{Key: s.Key, Operator: s.Operator, Value: s.Value, Effect: s.Effect})
+	for _, p := range pools {
+		for _, s := range p.Tolerations {
+			tol := toleration{Key: s.Key, Operator: s.Operator, Value: s.Value, Effect: s.Effect}
+			if s.Key != gpupool.GPUTaintKey && !slices.Contains(t, tol) {
+				t = append(t, tol)
+			}
+		}
 	}
 	return t
 }

@@ -38,7 +38,9 @@ func TestDevicePluginConfigs(t *testing.T) {
 func TestDevicePluginValues(t *testing.T) {
 	t.Parallel()
 	pools := []gpupool.Facts{
-		{Name: "spot", Spot: true},
+		// as the plan resolves a spot pool on a target with a spot taint
+		{Name: "spot", Spot: true, Tolerations: []gpupool.Toleration{gpupool.GPUToleration,
+			{Key: "kubernetes.azure.com/scalesetpriority", Operator: "Equal", Value: "spot", Effect: "NoSchedule"}}},
 		{Name: "mig", MIGProfile: "MIG2g", DevicePluginConfig: "mig"},
 		{Name: "shared", TimeSlicing: 4, DevicePluginConfig: "shared"},
 	}

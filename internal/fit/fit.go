@@ -186,7 +186,7 @@ func elsewhere(m Model, others []catalog.SKU) (string, int, bool) {
 		if QuantizationMisfit(m.Quantization, s.GPU.Model, s.GPU.ComputeCapability) != "" {
 			continue
 		}
-		pool := gpupool.NewFacts(gpupool.Spec{Name: s.Name}, s)
+		pool := gpupool.NewFacts(gpupool.Spec{Name: s.Name}, s, nil)
 		for _, t := range TensorParallels(m, pool) {
 			if used := float64(t * s.GPU.MemoryGB); FitsAt(m, pool, t) && used < bestMem {
 				best, bestTP, bestMem = s.Name, t, used

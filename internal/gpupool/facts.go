@@ -61,11 +61,9 @@ type Facts struct {
 // GPUToleration tolerates the taint every GPU node carries.
 var GPUToleration = Toleration{Key: GPUTaintKey, Operator: "Equal", Value: GPUTaintValue, Effect: GPUTaintEffect}
 
-// SpotToleration tolerates the taint AKS puts on spot nodes.
-var SpotToleration = Toleration{Key: SpotTaintKey, Operator: "Equal", Value: SpotTaintValue, Effect: "NoSchedule"}
-
-// NewFacts derives a pool's facts from its validated spec and SKU.
-func NewFacts(spec Spec, sku catalog.SKU) Facts {
+// NewFacts derives a pool's facts from its validated spec and SKU; spot
+// tolerates the taint the target puts on its spot nodes (nil: none).
+func NewFacts(spec Spec, sku catalog.SKU, spot *Toleration) Facts {
 	p := Facts{
 		Name:                   spec.Name,
 		Target:                 sku.Target,
@@ -98,8 +96,8 @@ func NewFacts(spec Spec, sku catalog.SKU) Facts {
 	if p.MIGProfile != "" || p.TimeSlicing > 1 {
 		p.DevicePluginConfig = spec.Name
 	}
-	if spec.Spot {
-		p.Tolerations = append(p.Tolerations, SpotToleration)
+	if spec.Spot && spot != nil {
+		p.Tolerations = append(p.Tolerations, *spot)
 	}
 	return p
 }

@@ -65,7 +65,7 @@ func TestNewFacts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := NewFacts(tc.spec, mustSKU(t, tc.target, tc.spec.SKU))
+			got := NewFacts(tc.spec, mustSKU(t, tc.target, tc.spec.SKU), &spotTol)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("NewFacts mismatch (-want +got):\n%s", diff)
 			}
@@ -78,7 +78,7 @@ func TestNodeLabelsProgramWins(t *testing.T) {
 	sku := mustSKU(t, catalog.AKS, "Standard_NC24ads_A100_v4")
 	// Validation rejects this; the mapping must still never let a user label
 	// move a node out of its pool's selector.
-	got := NodeLabels(Resolve(Spec{Name: "a100", Labels: map[string]string{LabelPool: "other", "team": "ml"}}, sku))
+	got := NodeLabels(Resolve(Spec{Name: "a100", Labels: map[string]string{LabelPool: "other", "team": "ml"}}, sku, nil))
 	if got[LabelPool] != "a100" || got["team"] != "ml" || got[LabelGPUPresent] != "true" {
 		t.Fatalf("NodeLabels = %v", got)
 	}

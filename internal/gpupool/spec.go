@@ -94,8 +94,10 @@ type Resolved struct {
 }
 
 // Resolve makes a validated pool's facts from its spec and node shape.
-func Resolve(spec Spec, sku catalog.SKU) Resolved {
-	return Resolved{Spec: spec, SKU: sku, Facts: NewFacts(spec, sku)}
+//
+// spot is what a pod needs to run on the target's spot nodes (nil: none).
+func Resolve(spec Spec, sku catalog.SKU, spot *Toleration) Resolved {
+	return Resolved{Spec: spec, SKU: sku, Facts: NewFacts(spec, sku, spot)}
 }
 
 // Labels and taints the program owns. Users may not set these keys.
@@ -118,9 +120,6 @@ const (
 	GPUTaintKey    = "nvidia.com/gpu"
 	GPUTaintValue  = "present"
 	GPUTaintEffect = "NoSchedule"
-	// SpotTaintKey is the taint AKS adds by itself to every spot node.
-	SpotTaintKey   = "kubernetes.azure.com/scalesetpriority"
-	SpotTaintValue = "spot"
 )
 
 // GPUTaint is the taint every GPU node carries, in kubectl notation.

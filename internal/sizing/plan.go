@@ -117,7 +117,7 @@ func Recommend(req Requirements, section catalog.Section, prices pricing.Table) 
 	for _, sku := range section.SKUs() {
 		m := fit.Model{Name: entry.Name, ParametersB: entry.ParametersB, Dtype: fit.DefaultDtype, Quantization: quant,
 			GPUMemoryUtilization: fit.DefaultUtilization, MaxModelLen: ctx, Shape: entry.Shape}
-		pool := gpupool.NewFacts(gpupool.Spec{Name: sku.Name}, sku)
+		pool := gpupool.NewFacts(gpupool.Spec{Name: sku.Name}, sku, nil)
 		if why := fit.QuantizationMisfit(quant, sku.GPU.Model, sku.GPU.ComputeCapability); why != "" {
 			res.Rejected = append(res.Rejected, Rejected{sku.Name, why})
 			continue

@@ -32,7 +32,7 @@ func TestPlanDesignsMeetTheRequirements(t *testing.T) {
 		}
 		m := fit.Model{Name: "m", ParametersB: 70.6, Dtype: "auto", TensorParallel: d.TensorParallel, GPUMemoryUtilization: 0.9,
 			MaxReplicas: d.Replicas, MaxModelLen: 8192, Concurrency: d.Batch, Shape: mustEntry(t, "llama-3.1-70b").Shape}
-		pool := gpupool.NewFacts(gpupool.Spec{Name: "serve", MaxNodes: d.MaxNodes}, sku)
+		pool := gpupool.NewFacts(gpupool.Spec{Name: "serve", MaxNodes: d.MaxNodes}, sku, nil)
 		if errs := fit.Fit(nil, m, pool); len(errs) > 0 {
 			t.Errorf("the fit check refuses design %+v: %v", d, errs)
 		}

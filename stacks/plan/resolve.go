@@ -63,7 +63,11 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack,
 	if !r.reported(key("platform").Child("gpuStack")) {
 		r.add(platform.CheckNFD(key("platform").Child("nfd"), p.Platform.GPUStack, cfg.Platform.NFD)...)
 	}
-	options := cfg.Serving.Defaults(d.StorageClass, d.NetworkPolicy)
+	egress := serving.CIDR
+	if d.FQDNEgress {
+		egress = serving.Cilium
+	}
+	options := cfg.Serving.Defaults(d.StorageClass, egress)
 	p.ServingOptions = options
 	p.Serving = r.resolveServing(p, options)
 	p.VectorDBs, p.VectorStore = r.resolveVectorDBs(p)
@@ -121,7 +125,7 @@ func (r *resolver) resolvePools(t target.Target) []gpupool.Resolved {
 		if r.reported(ip) {
 			continue
 		}
-		pool := gpupool.Resolve(s, sku)
+		pool := gpupool.Resolve(s, sku, t.SpotToleration())
 		out = append(out, pool)
 		r.pools[s.Name] = &pool.Facts
 	}

@@ -43,6 +43,9 @@ type Target interface {
 	Defaults() Defaults
 	// Planning is what the planner needs to write a stack for the target.
 	Planning() Planning
+	// SpotToleration tolerates the taint the target puts on spot nodes
+	// (nil: no spot capacity, or no taint).
+	SpotToleration() *gpupool.Toleration
 	// ManagementCluster is whether the pools are objects in a management
 	// cluster apart from the workload cluster (Cluster API).
 	ManagementCluster() bool
@@ -97,9 +100,9 @@ type Defaults struct {
 	GPUStack platform.GPUStack
 	// StorageClass is the ReadWriteMany class of the weight caches.
 	StorageClass string
-	// NetworkPolicy is how egress to the weights store is expressed
-	// (serving.Cilium or serving.CIDR).
-	NetworkPolicy string
+	// FQDNEgress is whether the clusters' CNI matches egress by host name
+	// (Cilium's toFQDNs); without it, egress rules name address ranges.
+	FQDNEgress bool
 	// Plugins are the resource provider plugins the target's resources
 	// need besides the Kubernetes provider (which the toolchain builds).
 	Plugins []Plugin

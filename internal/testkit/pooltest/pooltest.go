@@ -7,6 +7,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/stacks/target/aks"
 )
 
 // Resolved is a pool with its node shape from a catalog section and its
@@ -17,7 +18,11 @@ func Resolved(t testing.TB, section catalog.Section, spec gpupool.Spec) gpupool.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gpupool.Resolve(spec, sku)
+	var spot *gpupool.Toleration
+	if section.Target() == catalog.AKS {
+		spot = aks.Target{}.SpotToleration()
+	}
+	return gpupool.Resolve(spec, sku, spot)
 }
 
 // Facts are the facts of pools from one catalog section.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
-	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
 
 func TestAgentPoolArgs(t *testing.T) {
@@ -112,10 +111,21 @@ func TestAgentPoolArgs(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := AgentPoolArgs(cluster, pooltest.Resolved(t, catalog.Azure, tc.spec))
+			got := AgentPoolArgs(cluster, resolved(t, tc.spec))
 			if diff := cmp.Diff(tc.want(), got); diff != "" {
 				t.Errorf("AgentPoolArgs mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// resolved is a pool as the plan resolves it on AKS (the aks package's own
+// tests cannot use pooltest, which imports it).
+func resolved(t *testing.T, spec gpupool.Spec) gpupool.Resolved {
+	t.Helper()
+	sku, err := catalog.Azure.SKU(nil, spec.SKU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gpupool.Resolve(spec, sku, Target{}.SpotToleration())
 }

@@ -4,7 +4,6 @@ package aks
 
 import (
 	"fmt"
-	"github.com/natron/gpu-node-pools/components/serving"
 	"regexp"
 	"slices"
 
@@ -38,7 +37,7 @@ func (Target) NewCluster() target.Cluster { return &Cluster{} }
 // (Azure, Calico, Cilium) enforces NetworkPolicy, while FQDN rules need
 // Cilium with Advanced Container Networking Services: egress is by CIDR.
 func (Target) Defaults() target.Defaults {
-	return target.Defaults{GPUStack: platform.DevicePlugin, StorageClass: "azurefile-csi-premium", NetworkPolicy: serving.CIDR,
+	return target.Defaults{GPUStack: platform.DevicePlugin, StorageClass: "azurefile-csi-premium",
 		Plugins: []target.Plugin{{Name: "azure-native", Version: AzureNativeVersion}}}
 }
 
@@ -135,3 +134,10 @@ func (Target) Planning() target.Planning {
 // ManagementCluster: AKS agent pools are Azure resources, not objects of a
 // management cluster.
 func (Target) ManagementCluster() bool { return false }
+
+// SpotToleration tolerates the taint AKS puts by itself on every spot node
+// (learn.microsoft.com/azure/aks/spot-node-pool).
+var SpotToleration = gpupool.Toleration{Key: "kubernetes.azure.com/scalesetpriority", Operator: "Equal", Value: "spot", Effect: "NoSchedule"}
+
+// SpotToleration is what a pod needs on AKS spot nodes.
+func (Target) SpotToleration() *gpupool.Toleration { return &SpotToleration }

@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/serving"
-
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -44,7 +42,7 @@ func (Target) NewCluster() target.Cluster { return &Cluster{} }
 // installs it; the sites' Ceph serves CephFS for ReadWriteMany; the
 // sites' clusters run Cilium, so egress names hosts (toFQDNs).
 func (Target) Defaults() target.Defaults {
-	return target.Defaults{GPUStack: platform.GPUOperator, StorageClass: "cephfs", NetworkPolicy: serving.Cilium}
+	return target.Defaults{GPUStack: platform.GPUOperator, StorageClass: "cephfs", FQDNEgress: true}
 }
 
 // ValidatePlatform: either GPU stack runs on bare metal.
@@ -186,3 +184,6 @@ func (Target) Planning() target.Planning {
 // ManagementCluster: the pools are Cluster API objects in the management
 // cluster.
 func (Target) ManagementCluster() bool { return true }
+
+// SpotToleration is nil: bare metal has no spot capacity.
+func (Target) SpotToleration() *gpupool.Toleration { return nil }
