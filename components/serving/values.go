@@ -24,7 +24,7 @@ type Engine struct {
 	// Hostname is the public endpoint's name ("" for none).
 	Hostname string
 	// Pool is the pool the model runs on.
-	Pool gpupool.Facts
+	Pool        gpupool.Facts
 	MinReplicas int
 	// QueueDepthTarget is the waiting requests per replica before KEDA
 	// scales out.
