@@ -22,6 +22,7 @@ type goFile struct {
 	test    bool
 	imports []string
 	ast     *ast.File
+	fset    *token.FileSet // positions of ast
 }
 
 // moduleFiles parses every Go file of the module.
@@ -45,7 +46,7 @@ func moduleFiles(t *testing.T) []goFile {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
-		gf := goFile{file: filepath.ToSlash(rel), pkg: filepath.ToSlash(filepath.Dir(rel)), test: strings.HasSuffix(p, "_test.go"), ast: f}
+		gf := goFile{file: filepath.ToSlash(rel), pkg: filepath.ToSlash(filepath.Dir(rel)), test: strings.HasSuffix(p, "_test.go"), ast: f, fset: fset}
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			gf.imports = append(gf.imports, path)
@@ -120,7 +121,7 @@ func TestArchitecture(t *testing.T) {
 			t.Errorf("%s calls Defaults %d times: defaults are filled in stacks/plan only", at, n)
 		}
 		// The catalog's one lookup is made when the plan resolves the pools.
-		if n := calls(f, "SKU"); n > 0 && f.pkg != "stacks/plan" && f.pkg != "components/catalog" {
+		if n := calls(f, "SKU"); n > 0 && f.pkg != "stacks/plan" && f.pkg != "internal/catalog" {
 			t.Errorf("%s looks a SKU up %d times: only stacks/plan resolves pools", at, n)
 		}
 		checked["files"]++

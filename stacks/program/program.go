@@ -129,35 +129,18 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Stack, workload, toGitOps *kub
 	}
 	var external []secret.External
 	if p.Serving != nil {
-		ms, err := serving.NewModelServing(ctx, "serving", &serving.Args{Plan: *p.Serving, Workload: workload}, pulumi.DependsOn(after))
+		ext, err := deployServing(ctx, p, workload, after, outputs)
 		if err != nil {
 			return err
 		}
-		endpoints := pulumi.Map{}
-		for name, ep := range ms.Endpoints {
-			endpoints[name] = plain.Map(map[string]any{"pool": ep.Pool, "internal": ep.Internal, "public": ep.Public,
-				"model": ep.Model, "sizing": ep.Sizing})
-		}
-		outputs["models"] = endpoints
-		outputs["apiKey"] = ms.APIKey // a secret
-		external = append(external, ms.ExternalSecrets...)
+		external = append(external, ext...)
 	}
 	if len(p.VectorDBs) > 0 {
-		o := p.ServingOptions
-		v, err := vectordb.NewVectorDBs(ctx, "vectordb", &vectordb.Args{Specs: p.VectorDBs, InstallOperator: o.InstallCloudNativePG && p.RenderDir == "",
-			OperatorNamespace: o.CloudNativePGNamespace, ServingNamespace: o.Namespace, PrometheusNamespace: o.PrometheusNamespace, Store: p.VectorStore,
-			MonitorLabels: p.Platform.Monitoring.ServiceMonitorLabels, RuleLabels: p.Platform.Monitoring.RuleLabels,
-			ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != "", Workload: workload}, pulumi.DependsOn(after))
+		ext, err := deployVectorDBs(ctx, p, workload, after, outputs)
 		if err != nil {
 			return err
 		}
-		dbs := pulumi.Map{}
-		for n, e := range v.Endpoints {
-			dbs[n] = plain.Map(map[string]any{"kind": e.Kind, "namespace": e.Namespace, "endpoint": e.Address, "credentialsSecret": e.CredentialsSecret})
-		}
-		outputs["vectorDBs"] = dbs
-		outputs["vectorDBCredentials"] = v.Credentials // secrets
-		external = append(external, v.ExternalSecrets...)
+		external = append(external, ext...)
 	}
 	if p.Backup.Enabled {
 		b, err := backup.NewBackups(ctx, "backup", &backup.Args{Spec: p.Backup, Namespaces: p.BackupNamespaces, SkipClasses: p.BackupSkipClasses,
@@ -183,6 +166,43 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Stack, workload, toGitOps *kub
 		ctx.Export(k, outputs[k])
 	}
 	return nil
+}
+
+// deployServing registers model serving after the platform and policies,
+// and adds its endpoints and API key to the outputs.
+func deployServing(ctx *pulumi.Context, p *plan.Stack, workload *kubernetes.Provider, after []pulumi.Resource, outputs pulumi.Map) ([]secret.External, error) {
+	ms, err := serving.NewModelServing(ctx, "serving", &serving.Args{Plan: *p.Serving, Workload: workload}, pulumi.DependsOn(after))
+	if err != nil {
+		return nil, err
+	}
+	endpoints := pulumi.Map{}
+	for name, ep := range ms.Endpoints {
+		endpoints[name] = plain.Map(map[string]any{"pool": ep.Pool, "internal": ep.Internal, "public": ep.Public,
+			"model": ep.Model, "sizing": ep.Sizing})
+	}
+	outputs["models"] = endpoints
+	outputs["apiKey"] = ms.APIKey // a secret
+	return ms.ExternalSecrets, nil
+}
+
+// deployVectorDBs registers the vector databases and adds their endpoints
+// and credentials to the outputs.
+func deployVectorDBs(ctx *pulumi.Context, p *plan.Stack, workload *kubernetes.Provider, after []pulumi.Resource, outputs pulumi.Map) ([]secret.External, error) {
+	o := p.ServingOptions
+	v, err := vectordb.NewVectorDBs(ctx, "vectordb", &vectordb.Args{Specs: p.VectorDBs, InstallOperator: o.InstallCloudNativePG && p.RenderDir == "",
+		OperatorNamespace: o.CloudNativePGNamespace, ServingNamespace: o.Namespace, PrometheusNamespace: o.PrometheusNamespace, Store: p.VectorStore,
+		MonitorLabels: p.Platform.Monitoring.ServiceMonitorLabels, RuleLabels: p.Platform.Monitoring.RuleLabels,
+		ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != "", Workload: workload}, pulumi.DependsOn(after))
+	if err != nil {
+		return nil, err
+	}
+	dbs := pulumi.Map{}
+	for n, e := range v.Endpoints {
+		dbs[n] = plain.Map(map[string]any{"kind": e.Kind, "namespace": e.Namespace, "endpoint": e.Address, "credentialsSecret": e.CredentialsSecret})
+	}
+	outputs["vectorDBs"] = dbs
+	outputs["vectorDBCredentials"] = v.Credentials // secrets
+	return v.ExternalSecrets, nil
 }
 
 // StackOutputs are the stack's outputs: the target, the render directory,
