@@ -18,6 +18,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/internal/fielderr"
 	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/secret"
 )
@@ -322,7 +323,9 @@ func Credentials(accessKey, secretKey string) string {
 // storage or snapshot location and no credentials Secret (the program's
 // own objects are the one place those are decided), and runs no kubectl
 // Job to upgrade CRDs: Helm installs them from the chart's crds/.
-func Release(s Spec, chartDir string) helm.Release {
+//
+// identity is the Velero server's workload identity (zero: none).
+func Release(s Spec, chartDir string, identity kube.WorkloadIdentity) helm.Release {
 	container := podsecurity.ContainerContext(true)
 	values := map[string]any{
 		"upgradeCRDs":              false,
@@ -349,10 +352,10 @@ func Release(s Spec, chartDir string) helm.Release {
 				"limits":   map[string]any{"memory": "128Mi"},
 			},
 		}}
-		if l.ClientID != "" { // AKS workload identity
-			values["podLabels"] = map[string]any{"azure.workload.identity/use": "true"}
+		if !identity.IsZero() {
+			values["podLabels"] = identity.PodLabelValues()
 			values["serviceAccount"] = map[string]any{"server": map[string]any{
-				"annotations": map[string]any{"azure.workload.identity/client-id": l.ClientID},
+				"annotations": identity.ServiceAccountAnnotationValues(),
 			}}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/testkit/fieldtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
@@ -183,7 +184,7 @@ func TestVeleroChartRenders(t *testing.T) {
 		t.Run(loc.Provider, func(t *testing.T) {
 			t.Parallel()
 			s := backup.Spec{Enabled: true, Install: true, Location: loc}.Defaults()
-			objs := helmtest.RenderRelease(t, charts, backup.Release(s, charts), s.Namespace)
+			objs := helmtest.RenderRelease(t, charts, backup.Release(s, charts, identity(loc.ClientID)), s.Namespace)
 			var deployments int
 			for _, o := range objs {
 				switch o["kind"] {
@@ -215,5 +216,17 @@ func TestVeleroChartRenders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// identity is the workload identity the AKS target gives a client ID (the
+// target's own test checks its spelling).
+func identity(clientID string) kube.WorkloadIdentity {
+	if clientID == "" {
+		return kube.WorkloadIdentity{}
+	}
+	return kube.WorkloadIdentity{
+		PodLabels:                 map[string]string{"azure.workload.identity/use": "true"},
+		ServiceAccountAnnotations: map[string]string{"azure.workload.identity/client-id": clientID},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/secret"
@@ -26,8 +27,10 @@ type Args struct {
 	// SkipClasses are the storage classes whose volumes are never backed
 	// up (the weight caches').
 	SkipClasses []string
-	ChartDir    string
-	SkipAwait   bool
+	// Identity is the Velero server's workload identity (zero: none).
+	Identity  kube.WorkloadIdentity
+	ChartDir  string
+	SkipAwait bool
 	// Rendering leaves the credentials Secret out of the files (it is
 	// named in ExternalSecrets instead).
 	Rendering bool
@@ -64,7 +67,7 @@ func NewBackups(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Res
 		if err != nil {
 			return fail("namespace", err)
 		}
-		r := Release(s, args.ChartDir)
+		r := Release(s, args.ChartDir, args.Identity)
 		chart, err := helmv4.NewChart(ctx, name+"-"+r.Name, r.Args(s.Namespace, args.SkipAwait), append(child, pulumi.DependsOn([]pulumi.Resource{ns}))...)
 		if err != nil {
 			return fail("chart", err)

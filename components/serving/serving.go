@@ -32,7 +32,9 @@ type Resolved struct {
 	Options Options
 	// Storage is the weights store (nil without models).
 	Storage *Storage
-	Engines []Engine
+	// Identity is the download Jobs' workload identity (zero: none).
+	Identity kube.WorkloadIdentity
+	Engines  []Engine
 	// Ollamas are the models Ollama serves.
 	Ollamas []OllamaServer
 	Jobs    []Job
@@ -257,8 +259,8 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 	var downloadDeps []pulumi.Resource
 	if len(plan.Engines) > 0 {
 		sa := &corev1.ServiceAccountArgs{Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(DownloadServiceAccount), Namespace: pulumi.String(ns)}}
-		if id := plan.Storage.ClientID; id != "" {
-			sa.Metadata.(*metav1.ObjectMetaArgs).Annotations = pulumi.StringMap{"azure.workload.identity/client-id": pulumi.String(id)}
+		if ann := plan.Identity.ServiceAccountAnnotations; len(ann) > 0 {
+			sa.Metadata.(*metav1.ObjectMetaArgs).Annotations = pulumi.ToStringMap(ann)
 		}
 		saRes, err := corev1.NewServiceAccount(ctx, name+"-download-sa", sa, inNS...)
 		if err != nil {

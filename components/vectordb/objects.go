@@ -2,6 +2,7 @@ package vectordb
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/natron/gpu-node-pools/components/backup"
@@ -56,8 +57,8 @@ type Store struct {
 	Destination string
 	// Endpoint is the S3 endpoint ("" for Azure).
 	Endpoint string
-	// AzureClientID signs the pods in with workload identity (Azure).
-	AzureClientID string
+	// Identity signs the pods in to Blob storage (workload identity).
+	Identity kube.WorkloadIdentity
 	// AccessKey and SecretKey are the S3 keys.
 	AccessKey, SecretKey secret.Secret
 }
@@ -130,9 +131,9 @@ func Cluster(s Spec, store *Store) map[string]any {
 			}
 		} else {
 			objectStore["azureCredentials"] = map[string]any{"inheritFromAzureAD": true}
-			labels["azure.workload.identity/use"] = "true"
+			maps.Copy(labels, store.Identity.PodLabelValues())
 			spec["serviceAccountTemplate"] = map[string]any{"metadata": map[string]any{
-				"annotations": map[string]any{"azure.workload.identity/client-id": store.AzureClientID},
+				"annotations": store.Identity.ServiceAccountAnnotationValues(),
 			}}
 		}
 		spec["backup"] = map[string]any{"barmanObjectStore": objectStore, "retentionPolicy": "30d"}

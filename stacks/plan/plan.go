@@ -16,6 +16,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/pricing"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/target"
@@ -78,6 +79,8 @@ type Stack struct {
 	VectorStore       *vectordb.Store
 	BackupNamespaces  []string
 	BackupSkipClasses []string
+	// BackupIdentity is the Velero server's workload identity (zero: none).
+	BackupIdentity kube.WorkloadIdentity
 }
 
 // Cost is one pool's monthly cost, or why there is none.

@@ -20,6 +20,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/pricing"
@@ -86,9 +87,15 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack,
 	if cfg.Backup.Enabled {
 		p.Backup = cfg.Backup.Defaults()
 		p.BackupNamespaces, p.BackupSkipClasses = backupScope(p, options)
+		if l := p.Backup.Location; l != nil && l.ClientID != "" {
+			p.BackupIdentity = r.workloadIdentity(t, key("backup").Child("location", "clientId"), l.ClientID)
+		}
 	}
 	p.Images = ownImages(p, options)
 	p.Identity = r.resolveIdentity(t, options)
+	if p.Identity != nil && p.Serving != nil {
+		p.Serving.Identity = t.(target.Federator).WorkloadIdentity(p.Identity.ClientID)
+	}
 	// Both checks read the GPU stack's charts: not when it was reported.
 	gpuStackOK := !r.broken(key("platform")) && !r.reported(key("platform").Child("gpuStack"))
 	if p.Policies != nil && gpuStackOK && !r.broken(key("serving")) && !r.broken(key("batchJobs")) {
@@ -156,6 +163,9 @@ func (r *resolver) resolveIdentity(t target.Target, o serving.Options) *target.I
 	}
 	p := key("storage")
 	if _, ok := t.(target.Federator); !ok {
+		if r.reported(p.Child("clientId")) {
+			return nil
+		}
 		r.add(fielderr.Forbidden(p.Child("clientId"), st.ClientID, "workload identity needs a cluster that federates service accounts with Azure (target aks); on target %s use an accountKey", t.Name()))
 		return nil
 	}
@@ -165,6 +175,20 @@ func (r *resolver) resolveIdentity(t target.Target, o serving.Options) *target.I
 	}
 	return &target.Identity{Namespace: o.Namespace, ServiceAccount: serving.DownloadServiceAccount,
 		ClientID: st.ClientID, Name: st.IdentityName, ResourceGroup: st.IdentityResourceGroup}
+}
+
+// workloadIdentity is what pods carry to sign in as the identity with
+// clientID, as the target spells it; a target that cannot federate
+// identities refuses the key at p.
+func (r *resolver) workloadIdentity(t target.Target, p *field.Path, clientID string) kube.WorkloadIdentity {
+	f, ok := t.(target.Federator)
+	if !ok {
+		if !r.reported(p) {
+			r.add(fielderr.Forbidden(p, clientID, "workload identity needs a target that federates service accounts with a cloud identity; on target %s use keys", t.Name()))
+		}
+		return kube.WorkloadIdentity{}
+	}
+	return f.WorkloadIdentity(clientID)
 }
 
 // resolveServing makes each model's engine (with the fit check against
@@ -452,7 +476,11 @@ func (r *resolver) resolveVectorDBs(p *Stack) ([]vectordb.Spec, *vectordb.Store)
 	}
 	st := r.cfg.Storage
 	if st.Kind == serving.AzureBlob {
-		return out, &vectordb.Store{AzureClientID: st.ClientID}
+		store := &vectordb.Store{}
+		if st.ClientID != "" {
+			store.Identity = r.workloadIdentity(p.Target, key("storage").Child("clientId"), st.ClientID)
+		}
+		return out, store
 	}
 	return out, &vectordb.Store{Endpoint: st.Endpoint, AccessKey: st.AccessKey, SecretKey: st.SecretKey}
 }

@@ -143,7 +143,7 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Stack, workload, toGitOps *kub
 		external = append(external, ext...)
 	}
 	if p.Backup.Enabled {
-		b, err := backup.NewBackups(ctx, "backup", &backup.Args{Spec: p.Backup, Namespaces: p.BackupNamespaces, SkipClasses: p.BackupSkipClasses,
+		b, err := backup.NewBackups(ctx, "backup", &backup.Args{Spec: p.Backup, Namespaces: p.BackupNamespaces, SkipClasses: p.BackupSkipClasses, Identity: p.BackupIdentity,
 			ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != "", Workload: workload})
 		if err != nil {
 			return err

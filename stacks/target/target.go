@@ -19,6 +19,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/pricing"
 	"github.com/natron/gpu-node-pools/internal/secret"
 )
@@ -83,6 +84,9 @@ type PriceRefresher interface {
 // to enable, before anything is registered) and registers the trust.
 type Federator interface {
 	Federate(ctx *pulumi.Context, c Cluster, id Identity) (pulumi.Resource, error)
+	// WorkloadIdentity is what a pod and its service account carry to
+	// sign in as the identity with this client ID.
+	WorkloadIdentity(clientID string) kube.WorkloadIdentity
 }
 
 // Cluster is a target's config block: the cluster its pools join.

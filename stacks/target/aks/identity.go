@@ -9,6 +9,7 @@ import (
 	managedidentity "github.com/pulumi/pulumi-azure-native-sdk/managedidentity/v2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/stacks/target"
 )
 
@@ -82,5 +83,16 @@ func FederationArgs(c *Cluster, id target.Identity, issuer string) *managedident
 		Issuer:                                  pulumi.String(issuer),
 		Subject:                                 pulumi.String(id.Subject()),
 		Audiences:                               pulumi.StringArray{pulumi.String(TokenAudience)},
+	}
+}
+
+// WorkloadIdentity: the Azure workload identity webhook mutates pods
+// labelled azure.workload.identity/use=true whose service account names
+// the identity's client ID (azure-workload-identity docs, "Service
+// Account Labels and Annotations").
+func (Target) WorkloadIdentity(clientID string) kube.WorkloadIdentity {
+	return kube.WorkloadIdentity{
+		PodLabels:                 map[string]string{"azure.workload.identity/use": "true"},
+		ServiceAccountAnnotations: map[string]string{"azure.workload.identity/client-id": clientID},
 	}
 }
