@@ -220,8 +220,6 @@ const (
 	CredentialsName = "gpu-node-pools-backup-credentials"
 	// CredentialsKey is the key Velero reads a credentials file from.
 	CredentialsKey = "cloud"
-	// ExcludeLabel keeps an object out of every Velero backup.
-	ExcludeLabel = "velero.io/exclude-from-backup"
 )
 
 // Schedule is the Velero Schedule over namespaces. Volumes of the skipped

@@ -10,8 +10,8 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
 
@@ -317,7 +317,7 @@ func modelClaim(name, ns, accessMode, storageClass string, gi int) *corev1.Persi
 		Metadata: &metav1.ObjectMetaArgs{
 			Name: pulumi.String(name), Namespace: pulumi.String(ns),
 			Annotations: pulumi.StringMap{"pulumi.com/skipAwait": pulumi.String("true")},
-			Labels:      pulumi.StringMap{backup.ExcludeLabel: pulumi.String("true")},
+			Labels:      pulumi.StringMap{kube.BackupExcludeLabel: pulumi.String("true")},
 		},
 		Spec: &corev1.PersistentVolumeClaimSpecArgs{
 			AccessModes:      pulumi.StringArray{pulumi.String(accessMode)},

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
@@ -102,7 +101,7 @@ func Cluster(s Spec, store *Store) map[string]any {
 	if s.StorageClass != "" {
 		storage["storageClass"] = s.StorageClass
 	}
-	labels := map[string]any{backup.ExcludeLabel: "true", kube.ManagedByLabel: kube.ManagedBy}
+	labels := map[string]any{kube.BackupExcludeLabel: "true", kube.ManagedByLabel: kube.ManagedBy}
 	spec := map[string]any{
 		"instances": s.Replicas,
 		"imageName": PostgresImage,
