@@ -1,0 +1,137 @@
+package serving
+
+import (
+	"fmt"
+
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
+)
+
+// registerEngines registers each vLLM model: its weights cache and
+// download, its engine, its scaling and its exposure.
+func (r *registrar) registerEngines() error {
+	for _, m := range r.plan.Engines {
+		claim, err := r.registerCache(m)
+		if err != nil {
+			return err
+		}
+		chart, err := r.registerEngine(m, claim)
+		if err != nil {
+			return err
+		}
+		if err := r.registerScaling(m, chart); err != nil {
+			return err
+		}
+		ep, err := r.registerExposure(m)
+		if err != nil {
+			return err
+		}
+		r.ms.Endpoints[m.Name] = ep
+	}
+	return nil
+}
+
+// registerCache: the ReadWriteMany claim the weights are downloaded into
+// once, and the Job that downloads them.
+func (r *registrar) registerCache(m Engine) (pulumi.Resource, error) {
+	o := r.plan.Options
+	claim, err := corev1.NewPersistentVolumeClaim(r.ctx, r.name+"-"+m.Name+"-weights",
+		modelClaim(WeightsClaim(m.Name), r.ns, "ReadWriteMany", o.StorageClass, WeightsClaimGi(m.Weights())), r.inNS...)
+	if err != nil {
+		return nil, fmt.Errorf("weights claim %s: %w", m.Name, err)
+	}
+	opts := append(r.after(r.namespaces[podsecurity.Serving], claim), pulumi.DependsOn(r.downloadDeps))
+	if err := r.object("-"+m.Name+"-download", "download job "+m.Name, DownloadJob(r.ns, m, *r.plan.Storage), opts); err != nil {
+		return nil, err
+	}
+	return claim, nil
+}
+
+// registerEngine: the vllm-stack chart of one model, whose replicas KEDA
+// owns.
+func (r *registrar) registerEngine(m Engine, claim pulumi.Resource) (pulumi.Resource, error) {
+	rel := helm.Release{Name: Release(m.Name), Chart: r.plan.Options.Charts.VLLMStack, Dir: r.plan.ChartDir, Values: VLLMValues(m)}
+	chart, err := helmv4.NewChart(r.ctx, r.name+"-"+m.Name, rel.Args(r.ns, r.plan.SkipAwait),
+		append(r.after(r.namespaces[podsecurity.Serving], claim), pulumi.Transforms([]pulumi.ResourceTransform{LeaveReplicasToKEDA}))...)
+	if err != nil {
+		return nil, fmt.Errorf("vllm-stack %s: %w", m.Name, err)
+	}
+	return chart, nil
+}
+
+// registerScaling: the ScaledObject on queue depth and, for a model that
+// scales from zero, the HTTP add-on's route and the Service it wakes on.
+func (r *registrar) registerScaling(m Engine, chart pulumi.Resource) error {
+	if err := r.object("-"+m.Name+"-scaling", "scaled object "+m.Name, ScaledObject(r.ns, m), r.after(append([]pulumi.Resource{chart}, r.keda...)...)); err != nil {
+		return err
+	}
+	if !m.ScalesFromZero() {
+		return nil
+	}
+	if err := r.object("-"+m.Name+"-route", "interceptor route "+m.Name, InterceptorRoute(r.ns, m),
+		r.after(append([]pulumi.Resource{r.namespaces[podsecurity.Serving]}, r.keda...)...)); err != nil {
+		return err
+	}
+	if _, err := corev1.NewService(r.ctx, r.name+"-"+m.Name+"-wake", wakeService(r.ns, m), r.inNS...); err != nil {
+		return fmt.Errorf("wake service %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+// registerExposure: the engine's metrics, its network policy and, with a
+// hostname, its Ingress; the endpoint the stack exports.
+func (r *registrar) registerExposure(m Engine) (ModelEndpoint, error) {
+	o := r.plan.Options
+	if err := r.object("-"+m.Name+"-servicemonitor", "service monitor "+m.Name, EngineServiceMonitor(r.ns, m), r.inNS); err != nil {
+		return ModelEndpoint{}, err
+	}
+	if err := r.object("-"+m.Name+"-netpol", "network policy "+m.Name, NetworkPolicy(r.ns, m, o), r.inNS); err != nil {
+		return ModelEndpoint{}, err
+	}
+	ep := ModelEndpoint{Pool: m.Pool.Name, Internal: Endpoint(r.ns, m), Model: m.Name, Sizing: m.Sizing()}
+	if m.Hostname == "" {
+		return ep, nil
+	}
+	ing := Ingress(r.ns, m, o)
+	if r.plan.SkipAwait {
+		// the address comes from the ingress controller, later
+		ing["metadata"].(map[string]any)["annotations"].(map[string]any)["pulumi.com/skipAwait"] = "true"
+	}
+	if err := r.object("-"+m.Name+"-ingress", "ingress "+m.Name, ing, r.inNS); err != nil {
+		return ModelEndpoint{}, err
+	}
+	ep.Public = "https://" + m.Hostname + "/v1"
+	return ep, nil
+}
+
+// registerOllamas registers the models Ollama serves.
+func (r *registrar) registerOllamas() error {
+	for _, srv := range r.plan.Ollamas {
+		ep, err := r.ms.serveOllama(r.ctx, r.name, r.plan, srv, r.child, r.inNS)
+		if err != nil {
+			return fmt.Errorf("ollama %s: %w", srv.Name, err)
+		}
+		r.ms.Endpoints[srv.Name] = ep
+	}
+	return nil
+}
+
+// registerBatch: the batch namespace's ingress lockdown and the CronJobs.
+func (r *registrar) registerBatch() error {
+	inBatch := r.after(r.namespaces[podsecurity.Batch])
+	if len(r.plan.Jobs) > 0 {
+		if err := r.object("-batch-netpol", "batch network policy", DenyIngress(r.plan.Options.BatchNamespace), inBatch); err != nil {
+			return err
+		}
+	}
+	for _, j := range r.plan.Jobs {
+		if err := r.object("-batch-"+j.Name, "batch job "+j.Name, CronJob(r.plan.Options.BatchNamespace, j), inBatch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
