@@ -2,17 +2,12 @@ package vectordb
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
-	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	"github.com/pulumi/pulumi-random/sdk/v4/go/random"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/internal/helm"
-	"github.com/natron/gpu-node-pools/internal/plain"
-	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/secret"
 )
 
@@ -70,102 +65,25 @@ func NewVectorDBs(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.R
 	if err := ctx.RegisterComponentResource(VectorDBsType, name, v, opts...); err != nil {
 		return nil, fmt.Errorf("vector databases %s: %w", name, err)
 	}
-	fail := func(what string, err error) (*VectorDBs, error) {
-		return nil, fmt.Errorf("vector databases %s: %s: %w", name, what, err)
-	}
-	child := []pulumi.ResourceOption{pulumi.Parent(v), pulumi.Provider(args.Workload)}
-	namespaces := map[string]pulumi.Resource{}
-	for _, ns := range Namespaces(args.Specs) {
-		res, err := corev1.NewNamespace(ctx, name+"-"+ns, podsecurity.Namespace(ns, podsecurity.Restricted), child...)
-		if err != nil {
-			return fail("namespace "+ns, err)
-		}
-		namespaces[ns] = res
-	}
-	var operator []pulumi.Resource
-	if args.InstallOperator && slices.ContainsFunc(args.Specs, func(s Spec) bool { return s.Kind == PGVector }) {
-		ns, err := corev1.NewNamespace(ctx, name+"-operator-namespace", podsecurity.Namespace(args.OperatorNamespace, podsecurity.Restricted), child...)
-		if err != nil {
-			return fail("operator namespace", err)
-		}
-		r := OperatorRelease(args.ChartDir)
-		chart, err := helmv4.NewChart(ctx, name+"-"+r.Name, r.Args(args.OperatorNamespace, args.SkipAwait), append(child, pulumi.DependsOn([]pulumi.Resource{ns}))...)
-		if err != nil {
-			return fail("operator chart", err)
-		}
-		operator = append(operator, chart) // its CRDs before the Clusters
-	}
+	r := &dbRegistrar{ctx: ctx, name: name, args: args, v: v, namespaces: map[string]pulumi.Resource{},
+		child: []pulumi.ResourceOption{pulumi.Parent(v), pulumi.Provider(args.Workload)}}
 	credentials := pulumi.StringMap{}
+	err := r.registerNamespaces()
+	if err == nil {
+		err = r.registerOperator()
+	}
 	for _, s := range args.Specs {
-		inNS := append(child, pulumi.DependsOn(append([]pulumi.Resource{namespaces[s.Namespace]}, operator...)))
-		value, err := credential(ctx, name+"-"+s.Name, s, v)
 		if err != nil {
-			return fail(s.Name+" credentials", err)
+			break
 		}
-		credentials[s.Name] = value
-		data := pulumi.StringMap{APIKeyKey: value}
-		if s.Kind == PGVector {
-			data = pulumi.StringMap{UsernameKey: pulumi.String(Owner), PasswordKey: value}
-		}
-		var secretDeps []pulumi.Resource
-		for _, ns := range append([]string{s.Namespace, args.ServingNamespace}, s.Clients...) {
-			sec, ext, err := secret.Place(ctx, name+"-"+s.Name+"-credentials-"+ns, ns, CredentialsSecret(s.Name), secretType(s), data, args.Rendering, inNS...)
-			if err != nil {
-				return fail(s.Name+" credentials in "+ns, err)
-			}
-			if ext != nil {
-				v.ExternalSecrets = append(v.ExternalSecrets, *ext)
-			} else if ns == s.Namespace {
-				secretDeps = append(secretDeps, sec)
-			}
-		}
-		after := append(child, pulumi.DependsOn(append(append([]pulumi.Resource{namespaces[s.Namespace]}, operator...), secretDeps...)))
-		if s.Kind == Qdrant {
-			r := helm.Release{Name: QdrantRelease(s.Name), Chart: QdrantChart, Dir: args.ChartDir, Values: QdrantValues(s)}
-			if _, err := helmv4.NewChart(ctx, name+"-"+r.Name, r.Args(s.Namespace, args.SkipAwait), after...); err != nil {
-				return fail(s.Name+" chart", err)
-			}
-		} else {
-			var store *Store
-			if s.Backup != "" && args.Store != nil {
-				st := *args.Store
-				st.Destination = s.Backup
-				store = &st
-				if st.Endpoint != "" {
-					_, ext, err := secret.Place(ctx, name+"-"+s.Name+"-backup-store", s.Namespace, BackupSecret(s.Name), "",
-						pulumi.StringMap{AccessKeyKey: st.AccessKey.Output(), SecretKeyKey: st.SecretKey.Output()}, args.Rendering, inNS...)
-					if err != nil {
-						return fail(s.Name+" backup store keys", err)
-					}
-					if ext != nil {
-						v.ExternalSecrets = append(v.ExternalSecrets, *ext)
-					}
-				}
-			}
-			cluster, err := plain.Object(ctx, name+"-"+s.Name, Cluster(s, store), after...)
-			if err != nil {
-				return fail(s.Name+" cluster", err)
-			}
-			if store != nil {
-				if _, err := plain.Object(ctx, name+"-"+s.Name+"-nightly", ScheduledBackup(s), append(child, pulumi.DependsOn([]pulumi.Resource{cluster}))...); err != nil {
-					return fail(s.Name+" scheduled backup", err)
-				}
-			}
-		}
-		if _, err := plain.Object(ctx, name+"-"+s.Name+"-metrics", Monitor(s, args.MonitorLabels), inNS...); err != nil {
-			return fail(s.Name+" monitor", err)
-		}
-		if _, err := plain.Object(ctx, name+"-"+s.Name+"-alerts", PrometheusRule(s, args.RuleLabels), inNS...); err != nil {
-			return fail(s.Name+" alerts", err)
-		}
-		if _, err := plain.Object(ctx, name+"-"+s.Name+"-network-policy", NetworkPolicy(s, args.ServingNamespace, args.PrometheusNamespace, args.OperatorNamespace), inNS...); err != nil {
-			return fail(s.Name+" network policy", err)
-		}
-		v.Endpoints[s.Name] = Endpoint{Kind: s.Kind, Namespace: s.Namespace, Address: s.Endpoint(), CredentialsSecret: CredentialsSecret(s.Name)}
+		credentials[s.Name], err = r.registerDatabase(s)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vector databases %s: %w", name, err)
 	}
 	v.Credentials = pulumi.ToSecret(credentials).(pulumi.StringMapOutput)
 	if err := ctx.RegisterResourceOutputs(v, pulumi.Map{"credentials": v.Credentials}); err != nil {
-		return fail("outputs", err)
+		return nil, fmt.Errorf("vector databases %s: outputs: %w", name, err)
 	}
 	return v, nil
 }
