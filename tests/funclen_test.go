@@ -18,8 +18,7 @@ const (
 // length it may not exceed (issue 29 splits them). The list may only shrink: a function that fits
 // fails the test until its entry goes.
 var longFuncs = map[string]int{
-	"stacks/config/blocks.go blocks":            113,
-	"stacks/target/natron/pool_spec.go Objects": 108,
+	"stacks/config/blocks.go blocks": 113,
 }
 
 // No function outside the tests runs over maxFuncLines lines.

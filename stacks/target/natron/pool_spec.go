@@ -51,7 +51,7 @@ type ClusterAPIObjects struct {
 // templates as immutable, so a change makes a new template and the
 // MachineDeployment rolls its machines over to it.
 func Objects(c Cluster, pool gpupool.Resolved) ClusterAPIObjects {
-	spec, sku := pool.Spec, pool.SKU
+	spec := pool.Spec
 	base := c.ClusterName + "-" + spec.Name
 	labels := map[string]any{
 		LabelClusterName:    c.ClusterName,
@@ -60,8 +60,32 @@ func Objects(c Cluster, pool gpupool.Resolved) ClusterAPIObjects {
 		kube.ManagedByLabel: kube.ManagedBy,
 	}
 	nodeLabels := NodeLabels(pool)
+	bootstrapSpec := bootstrapTemplateSpec(nodeLabels)
+	infraSpec := infraTemplateSpec(c, pool.SKU.Name)
+	bootstrapName := base + "-" + contentHash(bootstrapSpec)
+	infraName := base + "-" + contentHash(infraSpec)
+	md := machineDeployment(c, pool, base, labels, autoscalerAnnotations(pool, nodeLabels), bootstrapName, infraName)
+	return ClusterAPIObjects{
+		Bootstrap: map[string]any{
+			"apiVersion": KubeadmConfigTemplateAPIVersion,
+			"kind":       "KubeadmConfigTemplate",
+			"metadata":   map[string]any{"name": bootstrapName, "namespace": c.Namespace, "labels": copyMap(labels)},
+			"spec":       bootstrapSpec,
+		},
+		Infrastructure: map[string]any{
+			"apiVersion": Metal3MachineTemplateAPIVersion,
+			"kind":       "Metal3MachineTemplate",
+			"metadata":   map[string]any{"name": infraName, "namespace": c.Namespace, "labels": copyMap(labels)},
+			"spec":       infraSpec,
+		},
+		MachineDeployment: md,
+	}
+}
 
-	bootstrapSpec := map[string]any{
+// bootstrapTemplateSpec is the KubeadmConfigTemplate's spec: the node joins
+// with its labels and the GPU taint.
+func bootstrapTemplateSpec(nodeLabels map[string]string) map[string]any {
+	return map[string]any{
 		"template": map[string]any{"spec": map[string]any{
 			"joinConfiguration": map[string]any{"nodeRegistration": map[string]any{
 				// Metal3 fills these from the host's metadata; the uuid
@@ -78,6 +102,11 @@ func Objects(c Cluster, pool gpupool.Resolved) ClusterAPIObjects {
 			}},
 		}},
 	}
+}
+
+// infraTemplateSpec is the Metal3MachineTemplate's spec: the OS image and
+// the hosts of the pool's hardware profile.
+func infraTemplateSpec(c Cluster, profile string) map[string]any {
 	image := map[string]any{"url": c.Image.URL, "checksum": c.Image.Checksum}
 	if c.Image.ChecksumType != "" {
 		image["checksumType"] = c.Image.ChecksumType
@@ -85,26 +114,29 @@ func Objects(c Cluster, pool gpupool.Resolved) ClusterAPIObjects {
 	if c.Image.DiskFormat != "" {
 		image["diskFormat"] = c.Image.DiskFormat
 	}
-	infraSpec := map[string]any{
+	return map[string]any{
 		"template": map[string]any{"spec": map[string]any{
 			"image":                 image,
 			"automatedCleaningMode": "metadata",
 			"hostSelector": map[string]any{"matchLabels": map[string]any{
-				LabelHardwareProfile: sku.Name,
+				LabelHardwareProfile: profile,
 			}},
 		}},
 	}
-	bootstrapName := base + "-" + contentHash(bootstrapSpec)
-	infraName := base + "-" + contentHash(infraSpec)
+}
 
-	md := map[string]any{
+// machineDeployment is the pool's MachineDeployment, its replicas left to
+// the cluster autoscaler.
+func machineDeployment(c Cluster, pool gpupool.Resolved, base string, labels, annotations map[string]any, bootstrapName, infraName string) map[string]any {
+	spec := pool.Spec
+	return map[string]any{
 		"apiVersion": MachineDeploymentAPIVersion,
 		"kind":       "MachineDeployment",
 		"metadata": map[string]any{
 			"name":        base,
 			"namespace":   c.Namespace,
 			"labels":      copyMap(labels),
-			"annotations": autoscalerAnnotations(pool, nodeLabels),
+			"annotations": annotations,
 		},
 		"spec": map[string]any{
 			"clusterName": c.ClusterName,
@@ -141,21 +173,6 @@ func Objects(c Cluster, pool gpupool.Resolved) ClusterAPIObjects {
 				},
 			},
 		},
-	}
-	return ClusterAPIObjects{
-		Bootstrap: map[string]any{
-			"apiVersion": KubeadmConfigTemplateAPIVersion,
-			"kind":       "KubeadmConfigTemplate",
-			"metadata":   map[string]any{"name": bootstrapName, "namespace": c.Namespace, "labels": copyMap(labels)},
-			"spec":       bootstrapSpec,
-		},
-		Infrastructure: map[string]any{
-			"apiVersion": Metal3MachineTemplateAPIVersion,
-			"kind":       "Metal3MachineTemplate",
-			"metadata":   map[string]any{"name": infraName, "namespace": c.Namespace, "labels": copyMap(labels)},
-			"spec":       infraSpec,
-		},
-		MachineDeployment: md,
 	}
 }
 
