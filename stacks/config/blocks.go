@@ -66,7 +66,7 @@ func blocks() []Block {
 	for _, t := range registry.All() {
 		bs = append(bs, clusterBlock(t))
 	}
-	return append(bs, Block{
+	bs = append(bs, Block{
 		Key: "renderDir", Scalar: true, Secret: never,
 		get: func(c *Config) string { return c.RenderDir },
 		set: func(c *Config, v string, _ *field.Path) field.ErrorList { c.RenderDir = v; return nil },
@@ -96,7 +96,14 @@ func blocks() []Block {
 			}
 			return nil
 		},
-	}, Block{
+	})
+	return append(bs, componentBlocks()...)
+}
+
+// componentBlocks are the blocks of the pools and the components on them,
+// in documentation order.
+func componentBlocks() []Block {
+	return []Block{{
 		Key: "pools", Secret: never, field: func(c *Config) any { return &c.Pools },
 		validate: validatePools,
 	}, Block{
@@ -159,7 +166,7 @@ func blocks() []Block {
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
 			return c.GitOps.Validate(p, c.RenderDir != "")
 		},
-	})
+	}}
 }
 
 // clusterBlock is a target's own block: required with that target, refused
