@@ -220,3 +220,23 @@ func source(f goFile) string {
 	})
 	return b.String()
 }
+
+// Charts are installed one way: helm.Install is the only caller of the Helm
+// v4 Chart resource outside the tests.
+func TestChartsInstalledThroughHelmInstall(t *testing.T) {
+	t.Parallel()
+	installs := 0
+	for _, f := range moduleFiles(t) {
+		if f.test || layerGroup(f.pkg) == "test" {
+			continue
+		}
+		src := source(f)
+		installs += strings.Count(src, "helm.Install\n")
+		if f.pkg != "internal/helm" && strings.Contains(src, ".NewChart\n") {
+			t.Errorf("%s registers a Helm Chart itself: use helm.Install", f.file)
+		}
+	}
+	if installs < 8 {
+		t.Errorf("found %d calls of helm.Install; the components install at least 8 charts", installs)
+	}
+}

@@ -5,10 +5,10 @@ import (
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
@@ -68,7 +68,7 @@ func NewBackups(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Res
 			return fail("namespace", err)
 		}
 		r := Release(s, args.ChartDir, args.Identity)
-		chart, err := helmv4.NewChart(ctx, name+"-"+r.Name, r.Args(s.Namespace, args.SkipAwait), append(child, pulumi.DependsOn([]pulumi.Resource{ns}))...)
+		chart, err := helm.Install(ctx, name+"-"+r.Name, r, s.Namespace, args.SkipAwait, append(child, pulumi.DependsOn([]pulumi.Resource{ns}))...)
 		if err != nil {
 			return fail("chart", err)
 		}

@@ -5,10 +5,10 @@ import (
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
 
@@ -49,7 +49,7 @@ func NewLogCollector(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 		return nil, fmt.Errorf("log collector %s: namespace: %w", name, err)
 	}
 	r := Release(args.Spec, args.Pools, args.ChartDir)
-	if _, err := helmv4.NewChart(ctx, name+"-"+r.Name, r.Args(args.Spec.Namespace, args.SkipAwait),
+	if _, err := helm.Install(ctx, name+"-"+r.Name, r, args.Spec.Namespace, args.SkipAwait,
 		append(child, pulumi.DependsOn([]pulumi.Resource{ns}))...); err != nil {
 		return nil, fmt.Errorf("log collector %s: chart: %w", name, err)
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -78,7 +77,7 @@ func NewGPUPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi
 	inNS := append(child, pulumi.DependsOn([]pulumi.Resource{ns}))
 
 	for _, r := range Releases(s, args.Pools) {
-		if _, err := helmv4.NewChart(ctx, name+"-"+r.Name, r.Args(s.Namespace, s.SkipAwait), inNS...); err != nil {
+		if _, err := helm.Install(ctx, name+"-"+r.Name, r, s.Namespace, s.SkipAwait, inNS...); err != nil {
 			return nil, fmt.Errorf("gpu platform %s: chart %s: %w", name, r.Name, err)
 		}
 	}

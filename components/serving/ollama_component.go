@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -32,7 +31,7 @@ func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Resol
 		return ModelEndpoint{}, fmt.Errorf("proxy config: %w", err)
 	}
 	rel := helm.Release{Name: srv.Release(), Chart: o.Charts.Ollama, Dir: plan.ChartDir, Values: OllamaValues(srv)}
-	if _, err := helmv4.NewChart(ctx, prefix, rel.Args(ns, plan.SkipAwait),
+	if _, err := helm.Install(ctx, prefix, rel, ns, plan.SkipAwait,
 		append(inNS, pulumi.DependsOn([]pulumi.Resource{claim, proxy}), pulumi.Transforms([]pulumi.ResourceTransform{ThroughProxy}))...); err != nil {
 		return ModelEndpoint{}, fmt.Errorf("chart: %w", err)
 	}

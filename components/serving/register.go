@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	schedulingv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/scheduling/v1"
 	"github.com/pulumi/pulumi-random/sdk/v4/go/random"
@@ -153,14 +152,14 @@ func (r *registrar) registerKEDA() error {
 	}
 	o := r.plan.Options
 	rel := helm.Release{Name: "keda", Chart: o.Charts.KEDA, Dir: r.plan.ChartDir, Values: map[string]any{}}
-	k, err := helmv4.NewChart(r.ctx, r.name+"-keda", rel.Args(KEDANamespace, r.plan.SkipAwait), r.after(r.namespaces[podsecurity.KEDA])...)
+	k, err := helm.Install(r.ctx, r.name+"-keda", rel, KEDANamespace, r.plan.SkipAwait, r.after(r.namespaces[podsecurity.KEDA])...)
 	if err != nil {
 		return fmt.Errorf("keda: %w", err)
 	}
 	r.keda = append(r.keda, k)
 	if r.plan.InstallsHTTPAddOn() {
 		rel := helm.Release{Name: "keda-add-ons-http", Chart: o.Charts.HTTPAddOn, Dir: r.plan.ChartDir, Values: HTTPAddOnValues()}
-		h, err := helmv4.NewChart(r.ctx, r.name+"-keda-http", rel.Args(KEDANamespace, r.plan.SkipAwait), r.after(k)...)
+		h, err := helm.Install(r.ctx, r.name+"-keda-http", rel, KEDANamespace, r.plan.SkipAwait, r.after(k)...)
 		if err != nil {
 			return fmt.Errorf("keda http add-on: %w", err)
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/internal/helm"
@@ -55,7 +54,7 @@ func (r *registrar) registerCache(m Engine) (pulumi.Resource, error) {
 // owns.
 func (r *registrar) registerEngine(m Engine, claim pulumi.Resource) (pulumi.Resource, error) {
 	rel := helm.Release{Name: Release(m.Name), Chart: r.plan.Options.Charts.VLLMStack, Dir: r.plan.ChartDir, Values: VLLMValues(m)}
-	chart, err := helmv4.NewChart(r.ctx, r.name+"-"+m.Name, rel.Args(r.ns, r.plan.SkipAwait),
+	chart, err := helm.Install(r.ctx, r.name+"-"+m.Name, rel, r.ns, r.plan.SkipAwait,
 		append(r.after(r.namespaces[podsecurity.Serving], claim), pulumi.Transforms([]pulumi.ResourceTransform{LeaveReplicasToKEDA}))...)
 	if err != nil {
 		return nil, fmt.Errorf("vllm-stack %s: %w", m.Name, err)

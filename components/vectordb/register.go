@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/internal/helm"
@@ -52,7 +51,7 @@ func (r *dbRegistrar) registerOperator() error {
 		return fmt.Errorf("operator namespace: %w", err)
 	}
 	rel := OperatorRelease(r.args.ChartDir)
-	chart, err := helmv4.NewChart(r.ctx, r.name+"-"+rel.Name, rel.Args(r.args.OperatorNamespace, r.args.SkipAwait), r.after(ns)...)
+	chart, err := helm.Install(r.ctx, r.name+"-"+rel.Name, rel, r.args.OperatorNamespace, r.args.SkipAwait, r.after(ns)...)
 	if err != nil {
 		return fmt.Errorf("operator chart: %w", err)
 	}
@@ -76,7 +75,7 @@ func (r *dbRegistrar) registerDatabase(s Spec) (pulumi.StringOutput, error) {
 	after := r.after(append(append([]pulumi.Resource{r.namespaces[s.Namespace]}, r.operator...), secretDeps...)...)
 	if s.Kind == Qdrant {
 		rel := helm.Release{Name: QdrantRelease(s.Name), Chart: QdrantChart, Dir: r.args.ChartDir, Values: QdrantValues(s)}
-		if _, err := helmv4.NewChart(r.ctx, r.name+"-"+rel.Name, rel.Args(s.Namespace, r.args.SkipAwait), after...); err != nil {
+		if _, err := helm.Install(r.ctx, r.name+"-"+rel.Name, rel, s.Namespace, r.args.SkipAwait, after...); err != nil {
 			return value, fmt.Errorf("%s chart: %w", s.Name, err)
 		}
 	} else if err := r.registerPGVector(s, inNS, after); err != nil {

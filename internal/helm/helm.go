@@ -164,3 +164,10 @@ func Merge(base, extra map[string]any) map[string]any {
 	}
 	return out
 }
+
+// Install registers a release as a Helm v4 Chart resource: the one way the
+// components install a chart, so every chart is applied alike (its source,
+// its null overrides, skip-await).
+func Install(ctx *pulumi.Context, resource string, r Release, namespace string, skipAwait bool, opts ...pulumi.ResourceOption) (*helmv4.Chart, error) {
+	return helmv4.NewChart(ctx, resource, r.Args(namespace, skipAwait), opts...)
+}
