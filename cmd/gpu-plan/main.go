@@ -8,7 +8,7 @@
 //
 // --format yaml prints the cheapest design as a Pulumi.<stack>.yaml
 // fragment (pools and models) that the program loads as it is; the same
-// function is sizing.Plan for the Automation API.
+// function is sizing.Recommend for the Automation API.
 package main
 
 import (
