@@ -67,17 +67,7 @@ func NewVectorDBs(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.R
 	}
 	r := &dbRegistrar{ctx: ctx, name: name, args: args, v: v, namespaces: map[string]pulumi.Resource{},
 		child: []pulumi.ResourceOption{pulumi.Parent(v), pulumi.Provider(args.Workload)}}
-	credentials := pulumi.StringMap{}
-	err := r.registerNamespaces()
-	if err == nil {
-		err = r.registerOperator()
-	}
-	for _, s := range args.Specs {
-		if err != nil {
-			break
-		}
-		credentials[s.Name], err = r.registerDatabase(s)
-	}
+	credentials, err := r.registerAll()
 	if err != nil {
 		return nil, fmt.Errorf("vector databases %s: %w", name, err)
 	}

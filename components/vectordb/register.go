@@ -25,6 +25,26 @@ type dbRegistrar struct {
 	operator []pulumi.Resource
 }
 
+// registerAll registers the namespaces, the operator and every database,
+// in that order; it returns each database's credential.
+func (r *dbRegistrar) registerAll() (pulumi.StringMap, error) {
+	if err := r.registerNamespaces(); err != nil {
+		return nil, err
+	}
+	if err := r.registerOperator(); err != nil {
+		return nil, err
+	}
+	credentials := pulumi.StringMap{}
+	for _, s := range r.args.Specs {
+		value, err := r.registerDatabase(s)
+		if err != nil {
+			return nil, err
+		}
+		credentials[s.Name] = value
+	}
+	return credentials, nil
+}
+
 func (r *dbRegistrar) after(deps ...pulumi.Resource) []pulumi.ResourceOption {
 	return append(append([]pulumi.ResourceOption{}, r.child...), pulumi.DependsOn(deps))
 }

@@ -88,7 +88,7 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack,
 		p.Backup = cfg.Backup.Defaults()
 		p.BackupNamespaces, p.BackupSkipClasses = backupScope(p, options)
 		if l := p.Backup.Location; l != nil && l.ClientID != "" {
-			p.BackupIdentity = r.workloadIdentity(t, key("backup").Child("location", "clientId"), l.ClientID)
+			p.BackupIdentity = r.workloadIdentity(t, key("backup").Child("location", "clientId"), l.ClientID, backupIdentityRefused)
 		}
 	}
 	p.Images = ownImages(p, options)
@@ -162,11 +162,7 @@ func (r *resolver) resolveIdentity(t target.Target, o serving.Options) *target.I
 		return nil
 	}
 	p := key("storage")
-	if _, ok := t.(target.Federator); !ok {
-		if r.reported(p.Child("clientId")) {
-			return nil
-		}
-		r.add(fielderr.Forbidden(p.Child("clientId"), st.ClientID, "workload identity needs a cluster that federates service accounts with Azure (target aks); on target %s use an accountKey", t.Name()))
+	if _, ok := r.federator(t, p.Child("clientId"), st.ClientID, storageIdentityRefused); !ok {
 		return nil
 	}
 	if st.IdentityName == "" {
@@ -177,15 +173,29 @@ func (r *resolver) resolveIdentity(t target.Target, o serving.Options) *target.I
 		ClientID: st.ClientID, Name: st.IdentityName, ResourceGroup: st.IdentityResourceGroup}
 }
 
-// workloadIdentity is what pods carry to sign in as the identity with
-// clientID, as the target spells it; a target that cannot federate
-// identities refuses the key at p.
-func (r *resolver) workloadIdentity(t target.Target, p *field.Path, clientID string) kube.WorkloadIdentity {
+// Why a clientId is refused on a target that cannot federate identities
+// (%s: the target), for the weights store and for Velero.
+const (
+	storageIdentityRefused = "workload identity needs a cluster that federates service accounts with Azure (target aks); on target %s use an accountKey"
+	backupIdentityRefused  = "workload identity needs a target that federates service accounts with a cloud identity; on target %s use keys"
+)
+
+// federator is t as a target that federates service accounts with cloud
+// identities; a target that cannot has the clientId at p refused, once,
+// with why.
+func (r *resolver) federator(t target.Target, p *field.Path, clientID, why string) (target.Federator, bool) {
 	f, ok := t.(target.Federator)
+	if !ok && !r.reported(p) {
+		r.add(fielderr.Forbidden(p, clientID, why, t.Name()))
+	}
+	return f, ok
+}
+
+// workloadIdentity is what pods carry to sign in as the identity with
+// clientID, as the target spells it (zero where the target refuses it).
+func (r *resolver) workloadIdentity(t target.Target, p *field.Path, clientID, why string) kube.WorkloadIdentity {
+	f, ok := r.federator(t, p, clientID, why)
 	if !ok {
-		if !r.reported(p) {
-			r.add(fielderr.Forbidden(p, clientID, "workload identity needs a target that federates service accounts with a cloud identity; on target %s use keys", t.Name()))
-		}
 		return kube.WorkloadIdentity{}
 	}
 	return f.WorkloadIdentity(clientID)
@@ -478,7 +488,7 @@ func (r *resolver) resolveVectorDBs(p *Stack) ([]vectordb.Spec, *vectordb.Store)
 	if st.Kind == serving.AzureBlob {
 		store := &vectordb.Store{}
 		if st.ClientID != "" {
-			store.Identity = r.workloadIdentity(p.Target, key("storage").Child("clientId"), st.ClientID)
+			store.Identity = r.workloadIdentity(p.Target, key("storage").Child("clientId"), st.ClientID, storageIdentityRefused)
 		}
 		return out, store
 	}
