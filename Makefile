@@ -7,7 +7,7 @@ export GPU_NODE_POOLS_SHARED ?= $(abspath $(CURDIR)/../shared)
 STACK ?= dev
 export STACK
 
-.PHONY: preview stack env test vet lint unit fuzz bench toolchain shared-bundle
+.PHONY: preview stack env docs test vet lint unit fuzz bench toolchain shared-bundle
 
 ## preview: pulumi preview of $(STACK) through the real engine (local file
 ## backend in .pulumi-state/); stacks with renderDir are also rendered. The
@@ -31,6 +31,12 @@ stack:
 env:
 	@.ci/env.sh
 
+
+## docs: regenerate docs/config.md and Pulumi.yaml's config declarations
+## from the block table and the config types' doc comments (a test fails
+## when they are stale).
+docs:
+	go test ./stacks/config -run TestConfigReferenceIsGenerated -count=1 -update-docs
 
 ## test: vet, workflow lint, every test (the real-engine ones too), and
 ## bounded fuzz runs of config decoding and validation.

@@ -434,12 +434,13 @@ func checkVectorDB(t *testing.T, srv *kubeapi.Server, marker string) {
 			t.Errorf("the pgvector credentials in %s do not hold the configured password", ns)
 		}
 	}
-	// its alerts, as the API server keeps them, load in Prometheus: all
-	// six, WAL archiving's too (rag is backed up)
+	// its alerts, as the API server keeps them, load in Prometheus: every
+	// rule of a backed-up pgvector database, WAL archiving's too
 	var rule map[string]any
 	srv.GetJSON(t, &rule, "prometheusrules.monitoring.coreos.com", "rag-alerts", "-n", "vector-dbs")
-	if n := promtest.ParseRules(t, rule); n != 6 {
-		t.Errorf("pgvector rag's PrometheusRule holds %d rules", n)
+	want := vectordb.AlertRules(vectordb.Spec{Name: "rag", Size: "1Gi", Backup: "s3://acme-vector-backups/rag"}.Defaults())
+	if n := promtest.ParseRules(t, rule); n != len(want) || n == 0 {
+		t.Errorf("pgvector rag's PrometheusRule holds %d rules, want %d", n, len(want))
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 
+	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks/program"
 )
@@ -126,8 +127,18 @@ func checkPlatformCommon(t *testing.T, m *pulumitest.Mocks) {
 	groups, _ := mappable(dig(rule.Inputs, "spec", "groups")).([]any)
 	if len(groups) != 1 || str(rule.Inputs, "metadata", "labels", "release") != "kube-prometheus-stack" {
 		t.Errorf("PrometheusRule: %v", rule.Inputs.Mappable())
-	} else if rules := groups[0].(map[string]any)["rules"].([]any); len(rules) != 7 {
-		t.Errorf("want 7 alert rules, got %d", len(rules))
+	} else {
+		// the rules the defaults give, by name: derived, not counted by hand
+		var got, want []string
+		for _, r := range groups[0].(map[string]any)["rules"].([]any) {
+			got = append(got, r.(map[string]any)["alert"].(string))
+		}
+		for _, r := range platform.AlertRules(platform.Spec{}.Defaults(platform.DevicePlugin)) {
+			want = append(want, r.Alert)
+		}
+		if len(want) == 0 || !reflect.DeepEqual(got, want) {
+			t.Errorf("alert rules %v, want the default rules %v", got, want)
+		}
 	}
 	for _, uid := range []string{"gnp-gpu-fleet", "gnp-model-serving"} {
 		cm := byName(configMapType, "gpu-dashboard-"+uid)

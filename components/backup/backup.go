@@ -26,48 +26,66 @@ import (
 // Spec is the backup block (gpu-node-pools:backup). A render cannot look
 // at the cluster, so backups are switched on by config, not detected.
 type Spec struct {
+	// Enabled writes a Velero Schedule over the program's namespaces (the
+	// weight caches are never backed up).
+	// Default: false.
 	Enabled bool `json:"enabled,omitempty"`
-	// Install runs Velero (the pinned chart) in Namespace; without it the
+	// Install runs Velero from the pinned chart in namespace; without it the
 	// cluster's own Velero runs the Schedule.
+	// Default: false.
 	Install bool `json:"install,omitempty"`
-	// Namespace is Velero's namespace (default velero).
+	// Namespace is Velero's namespace.
+	// Default: velero.
 	Namespace string `json:"namespace,omitempty"`
 	// Schedule is a five-field cron schedule, in Velero's time zone (UTC
-	// unless its server says otherwise); default 0 3 * * *.
+	// unless its server says otherwise).
+	// Default: 0 3 * * *.
 	Schedule string `json:"schedule,omitempty"`
-	// TTL is how long a backup is kept (a Go duration, default 720h).
+	// TTL is how long a backup is kept (a Go duration).
+	// Default: 720h.
 	TTL string `json:"ttl,omitempty"`
-	// StorageLocation names the BackupStorageLocation the backups go to:
-	// the cluster's own (default "default"), or the one Location creates
-	// (default gpu-node-pools).
+	// StorageLocation names the BackupStorageLocation the backups go to: the
+	// cluster's own, or the one location creates.
+	// Default: default, or gpu-node-pools with location.
 	StorageLocation string `json:"storageLocation,omitempty"`
 	// Location is the customer's store, for a BackupStorageLocation the
 	// program creates.
 	Location *Location `json:"location,omitempty"`
-	// Chart overrides the pinned Velero chart; Values are extra values.
-	Chart  helm.Chart     `json:"chart,omitempty"`
+	// Chart pins the Velero chart.
+	Chart helm.Chart `json:"chart,omitempty"`
+	// Values are extra Helm values for Velero's chart.
 	Values map[string]any `json:"values,omitempty"`
 }
 
 // Location is a backup store: Azure Blob (provider azure, signing in with
 // Entra ID) or an S3 store such as Ceph's (provider aws).
 type Location struct {
+	// Provider is azure (Blob storage) or aws (Ceph or any S3 store).
 	Provider string `json:"provider"`
-	// Bucket is the S3 bucket or the Blob container; Prefix a folder in it.
+	// Bucket is the S3 bucket or the Blob container.
 	Bucket string `json:"bucket"`
+	// Prefix is a folder in the bucket.
 	Prefix string `json:"prefix,omitempty"`
-	// Azure: the storage account, its resource group and subscription
-	// (default: the cluster's), and the managed identity Velero signs in
-	// as through workload identity (with install).
+	// StorageAccount is the Azure storage account.
 	StorageAccount string `json:"storageAccount,omitempty"`
-	ResourceGroup  string `json:"resourceGroup,omitempty"`
+	// ResourceGroup is the storage account's resource group (azure).
+	// Default: the cluster's.
+	ResourceGroup string `json:"resourceGroup,omitempty"`
+	// SubscriptionID is the storage account's subscription (azure).
+	// Default: the cluster's.
 	SubscriptionID string `json:"subscriptionId,omitempty"`
-	ClientID       string `json:"clientId,omitempty"`
-	// S3: the endpoint (path-style addressing, as Ceph's RGW serves it),
-	// the region (default "default", which Ceph accepts) and the keys.
-	S3URL     string        `json:"s3Url,omitempty"`
-	Region    string        `json:"region,omitempty"`
+	// ClientID is the managed identity Velero signs in as through workload
+	// identity (azure, with install).
+	ClientID string `json:"clientId,omitempty"`
+	// S3URL is the S3 endpoint (aws; path-style addressing, as Ceph's RGW
+	// serves it).
+	S3URL string `json:"s3Url,omitempty"`
+	// Region is the S3 region (aws).
+	// Default: default, which Ceph accepts.
+	Region string `json:"region,omitempty"`
+	// AccessKey is the S3 access key, a secret (aws).
 	AccessKey secret.Secret `json:"accessKey,omitempty"`
+	// SecretKey is the S3 secret key, a secret (aws).
 	SecretKey secret.Secret `json:"secretKey,omitempty"`
 }
 

@@ -28,29 +28,38 @@ var Tools = []string{ArgoCD, Flux}
 
 // Spec is the gitops block (gpu-node-pools:gitops).
 type Spec struct {
-	// Tool is argocd (default) or flux.
+	// Tool is argocd or flux.
+	// Default: argocd.
 	Tool string `json:"tool,omitempty"`
-	// RepoURL is the customer's platform repository; Path the folder the
-	// render is published to (its workload/ and management/ trees are
-	// synced); TargetRevision the branch (default main).
-	RepoURL        string `json:"repoURL"`
+	// RepoURL is the customer's platform repository (required).
+	RepoURL string `json:"repoURL"`
+	// TargetRevision is the branch.
+	// Default: main.
 	TargetRevision string `json:"targetRevision,omitempty"`
-	Path           string `json:"path"`
-	// Namespace is the tool's own namespace (argocd, flux-system).
+	// Path is the folder the render is published to; its workload/ and
+	// management/ trees are synced (required).
+	Path string `json:"path"`
+	// Namespace is the tool's own namespace.
+	// Default: argocd, or flux-system.
 	Namespace string `json:"namespace,omitempty"`
-	// Project is the Argo CD project (default).
+	// Project is the Argo CD project.
+	// Default: default.
 	Project string `json:"project,omitempty"`
-	// WorkloadCluster and ManagementCluster are where the trees go. For
-	// Argo CD a registered cluster's name or its API server URL (default
-	// https://kubernetes.default.svc, the cluster Argo CD runs in); for
-	// Flux the name of a kubeconfig Secret in Flux's namespace (default:
-	// the cluster Flux runs in).
-	WorkloadCluster   string `json:"workloadCluster,omitempty"`
+	// WorkloadCluster is where the workload tree goes: for Argo CD a
+	// registered cluster's name or its API server URL, for Flux the name of
+	// a kubeconfig Secret in Flux's namespace.
+	// Default: the cluster the tool runs in.
+	WorkloadCluster string `json:"workloadCluster,omitempty"`
+	// ManagementCluster is where the management tree goes, as
+	// workloadCluster.
+	// Default: the cluster the tool runs in.
 	ManagementCluster string `json:"managementCluster,omitempty"`
-	// Interval and Timeout are Flux's reconcile interval (5m) and the
-	// time a layer may take to become ready (10m).
+	// Interval is Flux's reconcile interval.
+	// Default: 5m.
 	Interval string `json:"interval,omitempty"`
-	Timeout  string `json:"timeout,omitempty"`
+	// Timeout is the time a layer may take to become ready (Flux).
+	// Default: 10m.
+	Timeout string `json:"timeout,omitempty"`
 	// CredentialsSecret is the Secret in Flux's namespace that holds the
 	// repository's credentials (Flux only; Argo CD keeps its own).
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
@@ -61,15 +70,18 @@ type Spec struct {
 
 // ExternalSecrets are the platform's External Secrets Operator store.
 type ExternalSecrets struct {
-	// Store names the SecretStore or ClusterSecretStore (StoreKind,
-	// default ClusterSecretStore).
-	Store     string `json:"store"`
+	// Store names the SecretStore or ClusterSecretStore.
+	Store string `json:"store"`
+	// StoreKind is ClusterSecretStore or SecretStore.
+	// Default: ClusterSecretStore.
 	StoreKind string `json:"storeKind,omitempty"`
-	// KeyPrefix is where the secrets live in the store: each Secret's
-	// values are the properties of <keyPrefix>/<namespace>/<name>
-	// (default gpu-node-pools/<stack>).
+	// KeyPrefix is where the secrets live in the store: each Secret's values
+	// are the properties of <keyPrefix>/<namespace>/<name>.
+	// Default: gpu-node-pools/<stack>.
 	KeyPrefix string `json:"keyPrefix,omitempty"`
-	// RefreshInterval is how often ESO reads the store again (1h).
+	// RefreshInterval is how often the External Secrets Operator reads the
+	// store again.
+	// Default: 1h.
 	RefreshInterval string `json:"refreshInterval,omitempty"`
 }
 

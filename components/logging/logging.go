@@ -23,13 +23,15 @@ type Spec struct {
 	// Install runs Grafana Alloy as the log collector of the GPU nodes;
 	// without it the cluster's own collector must tolerate the taints the
 	// stack outputs (logCollectorTolerations).
+	// Default: false.
 	Install bool `json:"install,omitempty"`
-	// Namespace holds Alloy (default logging).
+	// Namespace holds Alloy.
+	// Default: logging.
 	Namespace string `json:"namespace,omitempty"`
 	// LokiURL is the push endpoint of the customer's Loki, e.g.
 	// http://loki-gateway.loki.svc/loki/api/v1/push (required with install).
 	LokiURL string `json:"lokiUrl,omitempty"`
-	// Chart overrides the pinned Alloy chart's version and repository.
+	// Chart pins the Alloy chart.
 	Chart helm.Chart `json:"chart,omitempty"`
 	// Values are extra Helm values merged over the program's.
 	Values map[string]any `json:"values,omitempty"`

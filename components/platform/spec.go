@@ -30,13 +30,19 @@ var GPUStacks = []GPUStack{DevicePlugin, GPUOperator}
 // Every field is optional; Defaults fills what is left out, and a defaulted
 // Spec is what the component takes.
 type Spec struct {
-	// GPUStack defaults to device-plugin on AKS and gpu-operator on bare metal.
+	// GPUStack is who provides the GPU plumbing: device-plugin (with the
+	// DCGM exporter) or gpu-operator. AKS refuses gpu-operator: its node
+	// image ships the driver.
+	// Default: the target's (device-plugin on aks, gpu-operator on natron).
 	GPUStack GPUStack `json:"gpuStack,omitempty"`
-	// Namespace holds the GPU DaemonSets and nothing else.
+	// Namespace holds the GPU DaemonSets and nothing else (Pod Security
+	// privileged).
+	// Default: gpu-platform.
 	Namespace string `json:"namespace,omitempty"`
 	// ChartDir is a directory of chart archives (<chart>-<version>.tgz) used
-	// instead of the Helm repositories: air-gapped sites, tests. It serves
-	// every chart of the stack.
+	// instead of the Helm repositories, for every chart of the stack:
+	// air-gapped sites, tests.
+	// Default: GPU_NODE_POOLS_CHART_DIR in make.
 	ChartDir string `json:"chartDir,omitempty"`
 	// Charts overrides each chart's version and repository.
 	Charts Charts `json:"charts,omitempty"`
@@ -50,10 +56,13 @@ type Spec struct {
 	Alerts Alerts `json:"alerts,omitempty"`
 	// SkipAwait applies the charts without waiting for their workloads to
 	// become ready: clusters whose nodes are still joining, API-only tests.
+	// Default: false.
 	SkipAwait bool `json:"skipAwait,omitempty"`
 	// NFD is who runs node-feature-discovery for the GPU operator, which
 	// recognises GPU nodes by its PCI labels: install (the operator's
-	// subchart, the default) or existing (the cluster's own).
+	// subchart) or existing (the cluster's own, which must run on GPU
+	// nodes).
+	// Default: install with the GPU operator.
 	NFD string `json:"nfd,omitempty"`
 }
 
@@ -73,43 +82,77 @@ const nfdImage = "registry.k8s.io/nfd/node-feature-discovery"
 // Charts are the upstream charts of the layer: overrides in config, the
 // pinned charts with them applied once defaulted.
 type Charts struct {
+	// DevicePlugin pins NVIDIA's k8s-device-plugin chart.
 	DevicePlugin helm.Chart `json:"devicePlugin,omitempty"`
+	// DCGMExporter pins NVIDIA's dcgm-exporter chart.
 	DCGMExporter helm.Chart `json:"dcgmExporter,omitempty"`
-	GPUOperator  helm.Chart `json:"gpuOperator,omitempty"`
+	// GPUOperator pins NVIDIA's gpu-operator chart.
+	GPUOperator helm.Chart `json:"gpuOperator,omitempty"`
 }
 
 // ExtraValues are user Helm values per chart.
 type ExtraValues struct {
+	// DevicePlugin are extra values for the device plugin chart.
 	DevicePlugin map[string]any `json:"devicePlugin,omitempty"`
+	// DCGMExporter are extra values for the DCGM exporter chart.
 	DCGMExporter map[string]any `json:"dcgmExporter,omitempty"`
-	GPUOperator  map[string]any `json:"gpuOperator,omitempty"`
+	// GPUOperator are extra values for the GPU operator chart.
+	GPUOperator map[string]any `json:"gpuOperator,omitempty"`
 }
 
 // Monitoring is how the layer plugs into the cluster's Prometheus/Grafana.
 type Monitoring struct {
-	// ServiceMonitorLabels must match the Prometheus serviceMonitorSelector.
+	// ServiceMonitorLabels are the labels the cluster's Prometheus selects
+	// ServiceMonitors by (its serviceMonitorSelector).
+	// Default: release: kube-prometheus-stack.
 	ServiceMonitorLabels map[string]string `json:"serviceMonitorLabels,omitempty"`
-	// RuleLabels must match the Prometheus ruleSelector; defaults to
-	// ServiceMonitorLabels.
+	// RuleLabels are the labels of the alerts' PrometheusRule (the
+	// Prometheus ruleSelector).
+	// Default: the ServiceMonitor labels.
 	RuleLabels map[string]string `json:"ruleLabels,omitempty"`
-	// ScrapeInterval of the DCGM exporter.
+	// ScrapeInterval is the DCGM exporter's scrape interval.
+	// Default: 15s.
 	ScrapeInterval string `json:"scrapeInterval,omitempty"`
-	// GrafanaFolder is where the dashboards appear.
+	// GrafanaFolder is the dashboards' Grafana folder.
+	// Default: GPU.
 	GrafanaFolder string `json:"grafanaFolder,omitempty"`
 }
 
 // Alerts are thresholds (plain numbers) and durations (Prometheus durations
 // such as 30m).
 type Alerts struct {
+	// IdleUtilizationPercent is the GPU utilization under which a GPU counts
+	// as idle (GPUIdle).
+	// Default: 10.
 	IdleUtilizationPercent float64 `json:"idleUtilizationPercent,omitempty"`
-	IdleFor                string  `json:"idleFor,omitempty"`
-	MemoryUsedPercent      float64 `json:"memoryUsedPercent,omitempty"`
-	MemoryFor              string  `json:"memoryFor,omitempty"`
-	LatencyP99Seconds      float64 `json:"latencyP99Seconds,omitempty"`
-	LatencyFor             string  `json:"latencyFor,omitempty"`
-	TemperatureCelsius     float64 `json:"temperatureCelsius,omitempty"`
-	TemperatureFor         string  `json:"temperatureFor,omitempty"`
-	ExporterDownFor        string  `json:"exporterDownFor,omitempty"`
+	// IdleFor is how long a GPU stays idle before GPUIdle fires.
+	// Default: 30m.
+	IdleFor string `json:"idleFor,omitempty"`
+	// MemoryUsedPercent is the framebuffer use above which
+	// GPUMemoryNearlyFull fires.
+	// Default: 95.
+	MemoryUsedPercent float64 `json:"memoryUsedPercent,omitempty"`
+	// MemoryFor is how long the framebuffer stays that full.
+	// Default: 5m.
+	MemoryFor string `json:"memoryFor,omitempty"`
+	// LatencyP99Seconds is the inference p99 latency above which the latency
+	// alert fires.
+	// Default: 10.
+	LatencyP99Seconds float64 `json:"latencyP99Seconds,omitempty"`
+	// LatencyFor is how long the p99 latency stays that high.
+	// Default: 10m.
+	LatencyFor string `json:"latencyFor,omitempty"`
+	// TemperatureCelsius is the GPU temperature above which the temperature
+	// alert fires.
+	// Default: 85.
+	TemperatureCelsius float64 `json:"temperatureCelsius,omitempty"`
+	// TemperatureFor is how long the GPU stays that hot.
+	// Default: 5m.
+	TemperatureFor string `json:"temperatureFor,omitempty"`
+	// ExporterDownFor is how long a DCGM exporter may be down, or a GPU node
+	// run without one, before an alert fires.
+	// Default: 10m.
+	ExporterDownFor string `json:"exporterDownFor,omitempty"`
 }
 
 // Pinned upstream charts; stacks may override version and repository. The

@@ -25,9 +25,11 @@ var Actions = []Action{Enforce, Audit}
 
 // Toggle switches one policy and sets its action. Both are optional.
 type Toggle struct {
-	// Enabled defaults to true.
+	// Enabled switches the policy on or off.
+	// Default: true.
 	Enabled *bool `json:"enabled,omitempty"`
-	// Action defaults to the block's action.
+	// Action is Enforce or Audit.
+	// Default: the block's action.
 	Action Action `json:"action,omitempty"`
 }
 
@@ -37,8 +39,11 @@ func (t Toggle) On() bool { return t.Enabled == nil || *t.Enabled }
 // Spec is the policies block of the stack config (gpu-node-pools:policies).
 type Spec struct {
 	// Enabled switches every policy off at once (a cluster without Kyverno).
+	// Default: true.
 	Enabled *bool `json:"enabled,omitempty"`
-	// Action is the default action of the validation rules (Enforce).
+	// Action is the default action of the validation rules: Enforce or
+	// Audit.
+	// Default: Enforce.
 	Action Action `json:"action,omitempty"`
 	// RequireResources: every container of a GPU pod declares cpu and
 	// memory requests and a memory limit.
@@ -59,14 +64,17 @@ type ResourcesPolicy struct {
 	Toggle
 	// RequireCPULimit also demands a cpu limit. Off by default: a CPU limit
 	// throttles the tokenizer and scheduler threads of an inference server.
+	// Default: false.
 	RequireCPULimit bool `json:"requireCpuLimit,omitempty"`
 }
 
 // RegistriesPolicy configures AllowedRegistries.
 type RegistriesPolicy struct {
 	Toggle
-	// Registries are image prefixes: a registry host ("nvcr.io") or a host
-	// and path ("docker.io/vllm"). Images without a host are docker.io's.
+	// Registries are image prefixes: a registry host (nvcr.io) or a host and
+	// path (docker.io/vllm). Images without a host are docker.io's.
+	// Default: nvcr.io, registry.k8s.io, docker.io/vllm, docker.io/rclone,
+	// docker.io/library/busybox and the images the stack runs.
 	Registries []string `json:"registries,omitempty"`
 }
 

@@ -66,18 +66,20 @@ func engineScratch() (volumes, mounts []any) {
 // defaults (gpu-node-pools:batchJobs[i].security). Anything set here is
 // checked against the level the batch namespace enforces.
 type JobSecurity struct {
-	// RunAsUser and RunAsGroup replace the non-root default user; 0 runs
-	// as root, which only a namespace at baseline or below admits.
-	RunAsUser  *int64 `json:"runAsUser,omitempty"`
+	// RunAsUser replaces the non-root default user; 0 runs as root, which
+	// needs a batch namespace at baseline.
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
+	// RunAsGroup replaces the default group.
 	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
-	// Capabilities are added to the container (restricted allows only
-	// NET_BIND_SERVICE; baseline a short list; others need privileged).
+	// Capabilities are added to the container: restricted allows only
+	// NET_BIND_SERVICE, baseline a short list, others need privileged.
 	Capabilities []string `json:"capabilities,omitempty"`
-	// AllowPrivilegeEscalation lets setuid binaries (sudo) gain privileges.
+	// AllowPrivilegeEscalation lets setuid binaries (sudo) gain privileges;
+	// needs baseline.
 	AllowPrivilegeEscalation bool `json:"allowPrivilegeEscalation,omitempty"`
-	// WritableRootFilesystem is for images that write outside HOME and
-	// /tmp (no Pod Security level forbids it; it only widens what a
-	// compromised job can change in its container).
+	// WritableRootFilesystem is for images that write outside HOME and /tmp
+	// (no Pod Security level forbids it; it only widens what a compromised
+	// job can change in its container).
 	WritableRootFilesystem bool `json:"writableRootFilesystem,omitempty"`
 }
 

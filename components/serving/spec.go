@@ -13,38 +13,70 @@ import (
 // Only name, pool and source are required when model names a catalog
 // entry: WithDefaults decides the rest.
 type ModelSpec struct {
+	// Name is a DNS label of at most 21 characters, unique; also the id
+	// clients send ("model": "llama3-8b").
 	Name string `json:"name"`
-	// Runtime is vllm (the default) or ollama (Runtimes).
+	// Runtime is vllm, or ollama for small quantized models.
+	// Default: vllm.
 	Runtime string `json:"runtime,omitempty"`
-	// Pool is the GPU pool; an Ollama model without one runs on CPU
-	// nodes: those NodeSelector picks, else any without the GPU label.
-	Pool         string            `json:"pool"`
+	// Pool is the GPU pool the model runs on (required with vllm); an ollama
+	// model without one runs on CPU nodes.
+	Pool string `json:"pool"`
+	// NodeSelector picks the CPU nodes of an ollama model without a pool; a
+	// GPU pool's selector is refused.
+	// Default: any node without nvidia.com/gpu.present=true.
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
-	// Source is where the weights come from: the store's s3:// or az://
-	// URL for vLLM, an Ollama registry reference (llama3.2:3b) for Ollama.
+	// Source is where the weights come from: s3://bucket/path or
+	// az://container/path, per storage.kind; for ollama an Ollama registry
+	// name such as llama3.2:3b.
 	Source string `json:"source"`
-	// CatalogModel names a catalog model (models.Known): its size, shape and
-	// native context. Without it, parametersB or weightsGB give the size
-	// and shape the KV cache.
-	CatalogModel string        `json:"model,omitempty"`
-	ParametersB  float64       `json:"parametersB,omitempty"`
-	WeightsGB    float64       `json:"weightsGB,omitempty"`
-	Shape        *models.Shape `json:"shape,omitempty"`
-	// Dtype is vLLM's --dtype (Dtypes); Quantization its --quantization
-	// (Quantizations), empty for an unquantized model.
-	Dtype                string  `json:"dtype,omitempty"`
-	Quantization         string  `json:"quantization,omitempty"`
-	TensorParallel       int     `json:"tensorParallel,omitempty"`
-	MaxModelLen          int     `json:"maxModelLen,omitempty"`
+	// CatalogModel names a catalog model (docs/sizing.md): its size, KV
+	// shape, native context and checkpoint quantization.
+	CatalogModel string `json:"model,omitempty"`
+	// ParametersB is the model's size in billions of parameters, without
+	// model (or weightsGB).
+	ParametersB float64 `json:"parametersB,omitempty"`
+	// WeightsGB is the weights' size in GB, without model (or parametersB).
+	WeightsGB float64 `json:"weightsGB,omitempty"`
+	// Shape is the model's attention shape from its config.json, for an
+	// exact KV cache without model.
+	Shape *models.Shape `json:"shape,omitempty"`
+	// Dtype is vLLM's --dtype: auto, half, float16, bfloat16, float or
+	// float32.
+	// Default: auto.
+	Dtype string `json:"dtype,omitempty"`
+	// Quantization is vLLM's --quantization: fp8, awq, gptq,
+	// compressed-tensors or bitsandbytes; empty for an unquantized model.
+	// Default: the catalog model's (DeepSeek V3: fp8).
+	Quantization string `json:"quantization,omitempty"`
+	// TensorParallel is the GPUs per replica; it divides a node's GPUs and
+	// the model's attention heads, and is 1 on MIG and time-sliced pools.
+	// Default: the smallest that fits.
+	TensorParallel int `json:"tensorParallel,omitempty"`
+	// MaxModelLen is vLLM's --max-model-len, required without model.
+	// Default: the native context, capped by memory (multiples of 1024).
+	MaxModelLen int `json:"maxModelLen,omitempty"`
+	// GPUMemoryUtilization is vLLM's fraction of GPU memory, in (0, 0.98].
+	// Default: 0.9.
 	GPUMemoryUtilization float64 `json:"gpuMemoryUtilization,omitempty"`
-	// Concurrency is how many sequences of maxModelLen tokens one replica
-	// must hold at once (default 1).
+	// Concurrency is how many sequences of maxModelLen tokens one replica's
+	// KV cache must hold at once.
+	// Default: 1.
 	Concurrency int `json:"concurrency,omitempty"`
-	// MinReplicas is nil for the default (1); 0 scales to zero.
-	MinReplicas      *int   `json:"minReplicas,omitempty"`
-	MaxReplicas      int    `json:"maxReplicas,omitempty"`
-	QueueDepthTarget int    `json:"queueDepthTarget,omitempty"`
-	Hostname         string `json:"hostname,omitempty"`
+	// MinReplicas is the lower scaling bound; 0 scales to zero and wakes on
+	// the first request.
+	// Default: 1.
+	MinReplicas *int `json:"minReplicas,omitempty"`
+	// MaxReplicas is the upper scaling bound.
+	// Default: what the pool holds (maxNodes x GPUs per node /
+	// tensorParallel).
+	MaxReplicas int `json:"maxReplicas,omitempty"`
+	// QueueDepthTarget is the waiting requests per replica before scaling
+	// out.
+	// Default: 5.
+	QueueDepthTarget int `json:"queueDepthTarget,omitempty"`
+	// Hostname is a public endpoint with TLS (cert-manager).
+	Hostname string `json:"hostname,omitempty"`
 }
 
 // Model are the model's fit facts.
@@ -70,15 +102,25 @@ func (m ModelSpec) Replicas() int {
 
 // BatchJobSpec is one off-peak batch job (gpu-node-pools:batchJobs[i]).
 type BatchJobSpec struct {
-	Name     string   `json:"name"`
-	Pool     string   `json:"pool"`
-	Image    string   `json:"image"`
-	Command  []string `json:"command,omitempty"`
-	Schedule string   `json:"schedule"`
-	GPUs     int      `json:"gpus"`
-	// DeadlineMinutes bounds one run (default 240).
+	// Name is a DNS label of at most 52 characters, unique.
+	Name string `json:"name"`
+	// Pool is the GPU pool the job runs on.
+	Pool string `json:"pool"`
+	// Image is the job's container image.
+	Image string `json:"image"`
+	// Command is the container command.
+	// Default: the image's.
+	Command []string `json:"command,omitempty"`
+	// Schedule is a five-field cron schedule with its hours named
+	// explicitly, all in the off-peak window.
+	Schedule string `json:"schedule"`
+	// GPUs is how many GPUs one run takes, at most one node's.
+	GPUs int `json:"gpus"`
+	// DeadlineMinutes bounds one run, 1 to 1440.
+	// Default: 240.
 	DeadlineMinutes int `json:"deadlineMinutes,omitempty"`
-	// Security is what the image needs beyond the restricted defaults.
+	// Security is what the image needs beyond Pod Security restricted,
+	// checked against the batch namespace's level.
 	Security JobSecurity `json:"security,omitempty"`
 }
 
@@ -86,21 +128,31 @@ type BatchJobSpec struct {
 // credentials as secrets: they become Pulumi secrets in the component and
 // nowhere else.
 type Storage struct {
-	Kind     string `json:"kind"` // s3 | azureBlob
+	// Kind is s3 (Ceph or any S3-compatible store) or azureBlob.
+	Kind string `json:"kind"`
+	// Endpoint is the S3 endpoint URL (required with s3).
 	Endpoint string `json:"endpoint,omitempty"`
-	Region   string `json:"region,omitempty"`
-	Account  string `json:"account,omitempty"`
-	// ClientID is the managed identity the download Jobs use through AKS
-	// workload identity (azureBlob), instead of an account key.
+	// Region is the S3 region.
+	Region string `json:"region,omitempty"`
+	// Account is the storage account name (required with azureBlob).
+	Account string `json:"account,omitempty"`
+	// ClientID is the client ID of a managed identity the download Jobs use
+	// through the target's workload identity (azureBlob), instead of
+	// accountKey.
 	ClientID string `json:"clientId,omitempty"`
-	// IdentityName and IdentityResourceGroup name that managed identity,
-	// which the program federates with the download service account (the
-	// resource group defaults to the cluster's).
-	IdentityName          string        `json:"identityName,omitempty"`
-	IdentityResourceGroup string        `json:"identityResourceGroup,omitempty"`
-	AccessKey             secret.Secret `json:"accessKey,omitempty"`
-	SecretKey             secret.Secret `json:"secretKey,omitempty"`
-	AccountKey            secret.Secret `json:"accountKey,omitempty"`
+	// IdentityName is that managed identity's name, which the program
+	// federates with the download service account.
+	IdentityName string `json:"identityName,omitempty"`
+	// IdentityResourceGroup is the managed identity's resource group.
+	// Default: the cluster's.
+	IdentityResourceGroup string `json:"identityResourceGroup,omitempty"`
+	// AccessKey is the S3 access key, a secret (required with s3).
+	AccessKey secret.Secret `json:"accessKey,omitempty"`
+	// SecretKey is the S3 secret key, a secret (required with s3).
+	SecretKey secret.Secret `json:"secretKey,omitempty"`
+	// AccountKey is the storage account key, a secret (azureBlob, unless
+	// clientId).
+	AccountKey secret.Secret `json:"accountKey,omitempty"`
 }
 
 // HasSecrets reports whether the block holds a secret value.
@@ -119,43 +171,74 @@ var StorageKinds = []string{S3, AzureBlob}
 
 // Options are the serving settings (gpu-node-pools:serving), all optional.
 type Options struct {
+	// Namespace holds the model servers.
+	// Default: models.
 	Namespace string `json:"namespace,omitempty"`
-	// BatchNamespace holds the batch CronJobs, apart from the model
-	// servers: a job that needs root lowers only its own namespace.
-	BatchNamespace    string  `json:"batchNamespace,omitempty"`
-	StorageClass      string  `json:"storageClass,omitempty"`
-	BandwidthMBps     float64 `json:"bandwidthMBps,omitempty"`
-	PrometheusAddress string  `json:"prometheusAddress,omitempty"`
-	// InstallKEDA is false when the cluster already runs KEDA.
+	// BatchNamespace holds the batch CronJobs, apart from the model servers:
+	// a job that needs root lowers only its own namespace.
+	// Default: batch.
+	BatchNamespace string `json:"batchNamespace,omitempty"`
+	// StorageClass is the ReadWriteMany class of the weights caches.
+	// Default: the target's (azurefile-csi-premium on aks, cephfs on
+	// natron).
+	StorageClass string `json:"storageClass,omitempty"`
+	// BandwidthMBps is the cache read bandwidth, for the startup budget.
+	// Default: 200.
+	BandwidthMBps float64 `json:"bandwidthMBps,omitempty"`
+	// PrometheusAddress is where KEDA reads queue depth.
+	// Default: http://prometheus-operated.monitoring.svc:9090.
+	PrometheusAddress string `json:"prometheusAddress,omitempty"`
+	// InstallKEDA installs KEDA (and its HTTP add-on for scale-from-zero
+	// models); false when the cluster already runs KEDA.
+	// Default: true.
 	InstallKEDA *bool `json:"installKeda,omitempty"`
-	// InstallCloudNativePG installs the operator the pgvector databases
-	// need in CloudNativePGNamespace; by default the platform's operator
-	// runs there (cnpg-system).
-	InstallCloudNativePG   bool   `json:"installCloudNativePG,omitempty"`
+	// InstallCloudNativePG installs the CloudNativePG operator the pgvector
+	// databases need; rendering stacks bring it through their pipeline.
+	// Default: false.
+	InstallCloudNativePG bool `json:"installCloudNativePG,omitempty"`
+	// CloudNativePGNamespace is where that operator runs (its own or the
+	// platform's); the databases admit it.
+	// Default: cnpg-system.
 	CloudNativePGNamespace string `json:"cloudNativePGNamespace,omitempty"`
-	IngressNamespace       string `json:"ingressNamespace,omitempty"`
-	IngressClass           string `json:"ingressClass,omitempty"`
-	PrometheusNamespace    string `json:"prometheusNamespace,omitempty"`
+	// IngressNamespace is the ingress controller's namespace.
+	// Default: ingress-nginx.
+	IngressNamespace string `json:"ingressNamespace,omitempty"`
+	// IngressClass is the ingress controller's class.
+	// Default: nginx.
+	IngressClass string `json:"ingressClass,omitempty"`
+	// PrometheusNamespace may scrape the engines.
+	// Default: monitoring.
+	PrometheusNamespace string `json:"prometheusNamespace,omitempty"`
 	// ClientNamespaces may call the models' in-cluster endpoints (the
 	// NetworkPolicy admits them besides ingress and Prometheus).
 	ClientNamespaces []string `json:"clientNamespaces,omitempty"`
-	ClusterIssuer    string   `json:"clusterIssuer,omitempty"`
-	// NetworkPolicy is how the download Jobs' egress to the weights store
-	// is expressed: cilium (a CiliumNetworkPolicy naming the store's
-	// host) or cidr (a NetworkPolicy with DownloadCIDRs). The target
-	// decides the default.
+	// ClusterIssuer is the cert-manager ClusterIssuer of public endpoints.
+	// Default: letsencrypt-prod.
+	ClusterIssuer string `json:"clusterIssuer,omitempty"`
+	// NetworkPolicy is how the download Jobs' egress to the weights store is
+	// expressed: cilium (a CiliumNetworkPolicy naming the store's host) or
+	// cidr (a NetworkPolicy with downloadCIDRs).
+	// Default: the target's (cidr on aks, cilium on natron).
 	NetworkPolicy string `json:"networkPolicy,omitempty"`
-	// DownloadCIDRs are the address ranges of the weights store (and,
-	// with workload identity, of Entra ID's login endpoint), for cidr.
+	// DownloadCIDRs are the address ranges of the weights store (and, with
+	// workload identity, of the identity provider's login endpoint);
+	// required with cidr.
 	DownloadCIDRs []string `json:"downloadCIDRs,omitempty"`
-	// OffPeakStartHour and OffPeakEndHour bound batch job start times (UTC).
-	OffPeakStartHour *int   `json:"offPeakStartHour,omitempty"`
-	OffPeakEndHour   *int   `json:"offPeakEndHour,omitempty"`
-	Image            string `json:"image,omitempty"`
-	// OllamaImage runs the Ollama models; ProxyImage the API-key proxy in
-	// front of each (Caddy).
+	// OffPeakStartHour starts the batch window (UTC hour).
+	// Default: 22.
+	OffPeakStartHour *int `json:"offPeakStartHour,omitempty"`
+	// OffPeakEndHour ends the batch window (UTC hour).
+	// Default: 6.
+	OffPeakEndHour *int `json:"offPeakEndHour,omitempty"`
+	// Image is the vLLM image.
+	// Default: vllm/vllm-openai:v0.11.0.
+	Image string `json:"image,omitempty"`
+	// OllamaImage runs the Ollama models.
+	// Default: ollama/ollama:0.32.15.
 	OllamaImage string `json:"ollamaImage,omitempty"`
-	ProxyImage  string `json:"proxyImage,omitempty"`
+	// ProxyImage is the API-key proxy in front of each Ollama model (Caddy).
+	// Default: caddy:2.11.9-alpine.
+	ProxyImage string `json:"proxyImage,omitempty"`
 	// Charts overrides the vllm-stack and KEDA charts' versions and
 	// repositories; defaulted, they are the pinned charts.
 	Charts struct {
@@ -164,7 +247,8 @@ type Options struct {
 		HTTPAddOn helm.Chart `json:"httpAddOn,omitempty"`
 		Ollama    helm.Chart `json:"ollama,omitempty"`
 	} `json:"charts,omitempty"`
-	// APIKey is the models' API key; empty generates one.
+	// APIKey is the models' API key, a secret.
+	// Default: generated (needs the random plugin).
 	APIKey secret.Secret `json:"apiKey,omitempty"`
 }
 

@@ -30,18 +30,25 @@ var Kinds = []string{PGVector, Qdrant}
 
 // Spec is one vector database (gpu-node-pools:vectorDBs[*]).
 type Spec struct {
+	// Name is a DNS label of at most 40 characters, unique.
 	Name string `json:"name"`
-	// Kind is pgvector (default) or qdrant.
+	// Kind is pgvector (CloudNativePG) or qdrant.
+	// Default: pgvector.
 	Kind string `json:"kind,omitempty"`
-	// Namespace holds it (default vector-dbs).
+	// Namespace holds the database.
+	// Default: vector-dbs.
 	Namespace string `json:"namespace,omitempty"`
 	// Size is each replica's storage, a quantity such as 50Gi.
 	Size string `json:"size"`
-	// Replicas are PostgreSQL instances (one primary, the rest standbys)
-	// or Qdrant nodes (default 1).
-	Replicas     int       `json:"replicas,omitempty"`
-	Resources    Resources `json:"resources,omitempty"`
-	StorageClass string    `json:"storageClass,omitempty"`
+	// Replicas are PostgreSQL instances (one primary, the rest standbys) or
+	// Qdrant nodes.
+	// Default: 1.
+	Replicas int `json:"replicas,omitempty"`
+	// Resources are one replica's requests and memory limit.
+	Resources Resources `json:"resources,omitempty"`
+	// StorageClass is the volumes' class.
+	// Default: the cluster's default.
+	StorageClass string `json:"storageClass,omitempty"`
 	// Clients are the namespaces whose pods may connect (the model-serving
 	// namespace always may); each gets the credentials Secret.
 	Clients []string `json:"clients,omitempty"`
@@ -49,23 +56,33 @@ type Spec struct {
 	// storage (CloudNativePG's own backups): s3://bucket/path, or an Azure
 	// Blob container URL. Qdrant keeps snapshots on a volume.
 	Backup string `json:"backup,omitempty"`
-	// NodeSelector picks the CPU nodes; by default any node without
-	// nvidia.com/gpu.present=true.
+	// NodeSelector picks the CPU nodes; a GPU pool's selector is refused.
+	// Default: any node without nvidia.com/gpu.present=true.
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
-	// Dimensions and Vectors, when given, are checked against Size.
-	Dimensions int   `json:"dimensions,omitempty"`
-	Vectors    int64 `json:"vectors,omitempty"`
-	// Password (pgvector's application user) or APIKey (Qdrant), as a
-	// secret; generated when left out.
+	// Dimensions is the length of each vector; with vectors, checked against size (vectors
+	// x dimensions x 4 bytes x 1.5).
+	Dimensions int `json:"dimensions,omitempty"`
+	// Vectors is how many vectors the database holds; with dimensions,
+	// checked against size.
+	Vectors int64 `json:"vectors,omitempty"`
+	// Password is pgvector's application user's password, a secret.
+	// Default: generated.
 	Password secret.Secret `json:"password,omitempty"`
-	APIKey   secret.Secret `json:"apiKey,omitempty"`
+	// APIKey is Qdrant's API key, a secret.
+	// Default: generated.
+	APIKey secret.Secret `json:"apiKey,omitempty"`
 }
 
 // Resources are one replica's requests and memory limit.
 type Resources struct {
-	CPU    string `json:"cpu,omitempty"`
+	// CPU is one replica's cpu request.
+	// Default: 500m.
+	CPU string `json:"cpu,omitempty"`
+	// Memory is one replica's memory request.
+	// Default: 1Gi.
 	Memory string `json:"memory,omitempty"`
-	// MemoryLimit defaults to Memory.
+	// MemoryLimit is one replica's memory limit.
+	// Default: the memory request.
 	MemoryLimit string `json:"memoryLimit,omitempty"`
 }
 

@@ -17,17 +17,43 @@ import (
 // Spec is one pool as written in config (gpu-node-pools:pools[i]). Field names
 // are the config contract: keep them stable.
 type Spec struct {
-	Name         string             `json:"name"`
-	SKU          string             `json:"sku"`
-	MinNodes     int                `json:"minNodes"`
-	MaxNodes     int                `json:"maxNodes"`
-	Spot         bool               `json:"spot,omitempty"`
-	SpotMaxPrice *float64           `json:"spotMaxPrice,omitempty"`
-	MIGProfile   catalog.MIGProfile `json:"migProfile,omitempty"`
-	Zones        []string           `json:"zones,omitempty"`
-	OSDiskSizeGB int                `json:"osDiskSizeGB,omitempty"`
-	Labels       map[string]string  `json:"labels,omitempty"`
-	// TimeSlicing shares each GPU between this many pods (0: no sharing).
+	// Name is lowercase letters and digits, starts with a letter, at most 12
+	// characters (AKS's agent pool name rule), unique.
+	Name string `json:"name"`
+	// SKU is an AKS VM size or a bare-metal profile from the catalog (the
+	// error lists the known ones).
+	SKU string `json:"sku"`
+	// MinNodes is the lower autoscaling bound, 0 <= minNodes <= maxNodes: 0
+	// scales to zero.
+	MinNodes int `json:"minNodes"`
+	// MaxNodes is the upper autoscaling bound, 1 to 1000.
+	MaxNodes int `json:"maxNodes"`
+	// Spot asks for spot capacity, evicted with Delete (AKS only).
+	// Default: false.
+	Spot bool `json:"spot,omitempty"`
+	// SpotMaxPrice is the most a spot node may cost, in USD/hour, only with
+	// spot (AKS only): -1 pays up to the on-demand price, or a price above
+	// 0.
+	// Default: -1.
+	SpotMaxPrice *float64 `json:"spotMaxPrice,omitempty"`
+	// MIGProfile splits each GPU with MIG: MIG1g, MIG2g, MIG3g, MIG4g or
+	// MIG7g, only on MIG-capable GPUs (A100, H100, H200).
+	MIGProfile catalog.MIGProfile `json:"migProfile,omitempty"`
+	// Zones are availability zones, "1", "2" or "3", no repeats (AKS only).
+	Zones []string `json:"zones,omitempty"`
+	// OSDiskSizeGB is the OS disk, 30 to 2048 GB: room for multi-GB
+	// inference images (AKS only; a bare-metal host's disk comes with its
+	// hardware profile).
+	// Default: 256.
+	OSDiskSizeGB int `json:"osDiskSizeGB,omitempty"`
+	// Labels are extra node labels. Keys the program or the platform own are
+	// refused: gpu.natron.cloud/, nvidia.com/, cluster-api/, *.x-k8s.io/,
+	// metal3.io/, kubernetes.azure.com/, *.kubernetes.io/, *.k8s.io/.
+	Labels map[string]string `json:"labels,omitempty"`
+	// TimeSlicing is how many pods share each GPU through the device
+	// plugin's time-slicing, 2 to 48 (the pool's nodes get their own device
+	// plugin config); not with migProfile.
+	// Default: 0, no sharing.
 	TimeSlicing int `json:"timeSlicing,omitempty"`
 }
 

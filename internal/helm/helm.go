@@ -26,9 +26,13 @@ import (
 // Repo are written (an override of the pinned chart); the program's pinned
 // charts also carry the name and the images they pull.
 type Chart struct {
-	Name    string `json:"-"`
+	Name string `json:"-"`
+	// Version is the chart version.
+	// Default: the pinned one.
 	Version string `json:"version,omitempty"`
-	Repo    string `json:"repo,omitempty"`
+	// Repo is the chart repository URL.
+	// Default: the chart's upstream repository.
+	Repo string `json:"repo,omitempty"`
 	// Images are the image repositories the chart runs with the program's
 	// values (tests check them against the rendered chart).
 	Images []string `json:"-"`

@@ -34,8 +34,8 @@ var Attentions = []Attention{GQA, MLA}
 type Shape struct {
 	// Layers is num_hidden_layers.
 	Layers int `json:"layers,omitempty"`
-	// AttentionHeads is num_attention_heads: tensor parallelism must
-	// divide it.
+	// AttentionHeads is num_attention_heads: tensor parallelism must divide
+	// it.
 	AttentionHeads int `json:"attentionHeads,omitempty"`
 	// KVHeads is num_key_value_heads (GQA).
 	KVHeads int `json:"kvHeads,omitempty"`
@@ -44,10 +44,12 @@ type Shape struct {
 	HeadDim int `json:"headDim,omitempty"`
 	// HiddenSize is hidden_size: the activations grow with it.
 	HiddenSize int `json:"hiddenSize,omitempty"`
-	// Attention is gqa (the default) or mla.
+	// Attention is gqa or mla.
+	// Default: gqa.
 	Attention Attention `json:"attention,omitempty"`
-	// KVLoraRank and RopeHeadDim are kv_lora_rank and qk_rope_head_dim (MLA).
-	KVLoraRank  int `json:"kvLoraRank,omitempty"`
+	// KVLoraRank is kv_lora_rank (MLA).
+	KVLoraRank int `json:"kvLoraRank,omitempty"`
+	// RopeHeadDim is qk_rope_head_dim (MLA).
 	RopeHeadDim int `json:"ropeHeadDim,omitempty"`
 }
 

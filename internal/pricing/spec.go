@@ -15,12 +15,15 @@ import (
 // AKS cluster runs, for the Azure price table, and prices the provider
 // sets (the bare-metal profiles), which win over the table.
 type Spec struct {
-	// Region is the AKS cluster's Azure region, e.g. westeurope.
+	// Region is the cluster's cloud region, which prices the pools from the
+	// target's dated price table (aks: e.g. westeurope).
 	Region string `json:"region,omitempty"`
-	// Prices are hourly prices by node shape (a bare-metal profile or an
-	// AKS VM size), in Currency.
+	// Prices are hourly prices by node shape, in currency: the bare-metal
+	// profiles' from the provider, or an AKS VM size, which wins over the
+	// table.
 	Prices map[string]float64 `json:"prices,omitempty"`
-	// Currency of Prices; the Azure table is in USD.
+	// Currency is the currency of prices; the price tables are in USD.
+	// Default: USD.
 	Currency string `json:"currency,omitempty"`
 }
 

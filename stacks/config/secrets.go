@@ -15,6 +15,11 @@ type KeyPath struct {
 	Path string
 	// Secret is set for a secret.Secret value.
 	Secret bool
+	// Type is the value's Go type; Owner and Field the struct field that
+	// holds it (nil and "" for a scalar block), where its doc comment is.
+	Type  reflect.Type
+	Owner reflect.Type
+	Field string
 }
 
 // KeyPaths are every leaf key of every block, from the config's types: the
@@ -36,8 +41,8 @@ func SecretKeys() []string {
 
 var keyPaths = func() []KeyPath {
 	var out []KeyPath
-	var walk func(t reflect.Type, path string)
-	walk = func(t reflect.Type, path string) {
+	var walk func(t reflect.Type, path string, owner reflect.Type, fieldName string)
+	walk = func(t reflect.Type, path string, owner reflect.Type, fieldName string) {
 		for t.Kind() == reflect.Pointer || (t.Kind() == reflect.Slice && elem(t).Kind() == reflect.Struct) {
 			if t.Kind() == reflect.Slice {
 				path += "[*]"
@@ -45,7 +50,7 @@ var keyPaths = func() []KeyPath {
 			t = t.Elem()
 		}
 		if t.Kind() != reflect.Struct || t == reflect.TypeFor[secret.Secret]() {
-			out = append(out, KeyPath{Path: path, Secret: t == reflect.TypeFor[secret.Secret]()})
+			out = append(out, KeyPath{Path: path, Secret: t == reflect.TypeFor[secret.Secret](), Type: t, Owner: owner, Field: fieldName})
 			return
 		}
 		for i := range t.NumField() {
@@ -56,24 +61,24 @@ var keyPaths = func() []KeyPath {
 			}
 			switch {
 			case name == "" && f.Anonymous: // embedded: its keys are the parent's
-				walk(f.Type, path)
+				walk(f.Type, path, t, f.Name)
 				continue
 			case name == "":
 				name = f.Name
 			}
-			walk(f.Type, path+"."+name)
+			walk(f.Type, path+"."+name, t, f.Name)
 		}
 	}
 	var c Config
 	for _, b := range Blocks() {
 		switch t, ok := registry.Lookup(b.Key); {
 		case b.Scalar:
-			out = append(out, KeyPath{Path: Key(b.Key)})
+			out = append(out, KeyPath{Path: Key(b.Key), Type: reflect.TypeFor[string]()})
 		case ok:
-			walk(reflect.TypeOf(t.NewCluster()), Key(b.Key))
+			walk(reflect.TypeOf(t.NewCluster()), Key(b.Key), nil, "")
 		default:
 			if f := b.field(&c); f != nil {
-				walk(reflect.TypeOf(f), Key(b.Key))
+				walk(reflect.TypeOf(f), Key(b.Key), nil, "")
 			}
 		}
 	}

@@ -84,12 +84,18 @@ func (Target) ValidatePool(p *field.Path, s gpupool.Spec) field.ErrorList {
 	return errs
 }
 
-// Cluster is the aks block: the customer's existing AKS cluster.
+// Cluster is the aks block. Required when target is aks: the customer's
+// existing AKS cluster, whose agent pools the GPU pools become.
 type Cluster struct {
+	// ResourceGroup is the resource group of the customer's existing AKS
+	// cluster.
 	ResourceGroup string `json:"resourceGroup"`
-	ClusterName   string `json:"clusterName"`
-	// Login is how the provider signs in to an Entra ID-integrated
-	// cluster (Logins; azurecli when unset).
+	// ClusterName is the customer's existing AKS cluster, which the pools
+	// join.
+	ClusterName string `json:"clusterName"`
+	// Login is how the Kubernetes provider signs in to an Entra
+	// ID-integrated cluster (kubelogin): azurecli, workloadidentity or spn.
+	// Default: azurecli.
 	Login string `json:"login,omitempty"`
 }
 

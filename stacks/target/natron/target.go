@@ -69,32 +69,44 @@ func (Target) ValidatePool(p *field.Path, s gpupool.Spec) field.ErrorList {
 // Sites are the provider's bare-metal clouds.
 var Sites = []string{"natron-cloud", "flex-stack"}
 
-// Cluster is the natron block: the Cluster API cluster on a site that the
-// pools join, as seen from its management cluster.
+// Cluster is the natron block. Required when target is natron: the Cluster
+// API cluster on a bare-metal site that the pools join, as seen from its
+// management cluster.
 type Cluster struct {
-	// Site is natron-cloud or flex-stack.
+	// Site is the provider's bare-metal site: natron-cloud or flex-stack.
 	Site string `json:"site"`
-	// ClusterName is the Cluster API Cluster in the management cluster.
+	// ClusterName is the Cluster API Cluster in the management cluster (a
+	// DNS label).
 	ClusterName string `json:"clusterName"`
-	// Namespace is the Cluster's namespace in the management cluster.
+	// Namespace is the Cluster's namespace in the management cluster (a DNS
+	// label).
 	Namespace string `json:"namespace"`
-	// KubernetesVersion is the workload cluster's version, e.g. v1.33.4.
+	// KubernetesVersion is the workload cluster's version, e.g. v1.33.4: the
+	// machines' kubelet version.
 	KubernetesVersion string `json:"kubernetesVersion"`
 	// Image is the node OS image Metal3 writes to hosts.
 	Image MachineImage `json:"image"`
-	// Kubeconfig reaches the workload cluster (not needed with renderDir).
+	// Kubeconfig reaches the workload cluster, as a secret; not needed with
+	// renderDir.
 	Kubeconfig secret.Secret `json:"kubeconfig,omitempty"`
-	// ManagementKubeconfig reaches the management cluster (not needed
-	// with renderDir).
+	// ManagementKubeconfig reaches the management cluster, as a secret; not
+	// needed with renderDir.
 	ManagementKubeconfig secret.Secret `json:"managementKubeconfig,omitempty"`
 }
 
 // MachineImage is the OS image Metal3 writes to a host's disk.
 type MachineImage struct {
-	URL          string `json:"url"`
-	Checksum     string `json:"checksum"`
+	// URL is where the site's Ironic fetches the node OS image Metal3 writes
+	// to a host (http or https).
+	URL string `json:"url"`
+	// Checksum is the image's checksum, or a URL to it.
+	Checksum string `json:"checksum"`
+	// ChecksumType is md5, sha256 or sha512.
+	// Default: Metal3's, from the checksum's length.
 	ChecksumType string `json:"checksumType,omitempty"`
-	DiskFormat   string `json:"diskFormat,omitempty"`
+	// DiskFormat is raw, qcow2, vdi, vmdk or live-iso.
+	// Default: Ironic's detection.
+	DiskFormat string `json:"diskFormat,omitempty"`
 }
 
 var (
