@@ -20,25 +20,36 @@ import (
 // readmeSection is the text of one "## " section of the README.
 func readmeSection(t *testing.T, section string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "README.md"))
+	return docSection(t, "README.md", section)
+}
+
+// docSection is the text of one "## " section of a Markdown file of the
+// project (README.md, docs/<page>.md).
+func docSection(t *testing.T, file, section string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, text, ok := strings.Cut(string(b), "\n## "+section+"\n")
 	if !ok {
-		t.Fatalf("README has no section %q", section)
+		t.Fatalf("%s has no section %q", file, section)
 	}
 	text, _, _ = strings.Cut(text, "\n## ")
 	return text
 }
 
-// The README's config reference documents every key the config types
-// have (config.KeyPaths, from the types the program decodes into): a key
-// added without its row fails here. Each segment of a key's path must be
-// in the reference, inside a code span.
+// The config reference documents every key the config types have
+// (config.KeyPaths, from the types the program decodes into): a key added
+// without its row fails here, should the generator skip one. Each segment
+// of a key's path must be in the reference, inside a code span.
 func TestConfigReferenceIsComplete(t *testing.T) {
 	t.Parallel()
-	ref := readmeSection(t, "Config reference")
+	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "docs", "config.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := string(b)
 	spans := map[string]bool{}
 	word := regexp.MustCompile(`[A-Za-z][A-Za-z0-9]*`)
 	for _, span := range regexp.MustCompile("`[^`]+`").FindAllString(ref, -1) {
@@ -61,11 +72,11 @@ func TestConfigReferenceIsComplete(t *testing.T) {
 	}
 }
 
-// The README's model catalog table is the catalog: a row per model with
+// The sizing page's model catalog table is the catalog: a row per model with
 // its KV bytes per token and native context as the code computes them.
 func TestREADMEModelCatalog(t *testing.T) {
 	t.Parallel()
-	section := readmeSection(t, "Sizing and cost")
+	section := docSection(t, "docs/sizing.md", "Sizing and cost")
 	for _, m := range models.Known {
 		kv := fmt.Sprint(m.KVBytesPerToken(2))
 		if m.Kind() == models.MLA {
@@ -79,18 +90,18 @@ func TestREADMEModelCatalog(t *testing.T) {
 			}
 		}
 		if !strings.HasSuffix(line, fmt.Sprintf("| %s | %d |", kv, m.NativeContext)) {
-			t.Errorf("README Sizing and cost: want a row %s ... | %s | %d |, got %q", row, kv, m.NativeContext, line)
+			t.Errorf("docs/sizing.md: want a row %s ... | %s | %d |, got %q", row, kv, m.NativeContext, line)
 		}
 	}
 }
 
-// The commands of "Sizing and cost" run as written, from the project
+// The commands of docs/sizing.md run as written, from the project
 // root; a command marked as needing internet access (the price refresh)
 // is the one exception, and is checked to be marked. The worked example's
 // table is what the planner prints.
 func TestREADMESizingCommands(t *testing.T) {
 	t.Parallel()
-	section := readmeSection(t, "Sizing and cost")
+	section := docSection(t, "docs/sizing.md", "Sizing and cost")
 	ran, marked := 0, 0
 	for _, chunk := range strings.Split(section, "```sh\n")[1:] {
 		code, _, _ := strings.Cut(chunk, "```")
@@ -110,7 +121,7 @@ func TestREADMESizingCommands(t *testing.T) {
 			if !strings.Contains(line, "--format yaml") {
 				for _, row := range strings.Split(strings.TrimSpace(section[strings.Index(section, "SKU                        TP"):]), "\n")[1:5] {
 					if !strings.Contains(string(out), row) {
-						t.Errorf("the README's example row %q is not what %s prints:\n%s", row, line, out)
+						t.Errorf("docs/sizing.md's example row %q is not what %s prints:\n%s", row, line, out)
 					}
 				}
 			}
@@ -121,9 +132,10 @@ func TestREADMESizingCommands(t *testing.T) {
 	}
 }
 
-// The README names every alert the program writes, in code, where it
-// describes them: the GPU alerts in "The GPU platform layer", the vector
-// databases' in "RAG and light models", whose alert table lists no other.
+// The docs name every alert the program writes, in code, where they
+// describe them: the GPU alerts in docs/platform.md, the vector databases'
+// in docs/serving.md's "RAG and light models", whose alert table lists no
+// other.
 func TestREADMEAlerts(t *testing.T) {
 	t.Parallel()
 	gpu := platform.AlertRules(platform.Spec{}.Defaults(platform.GPUOperator))
@@ -131,10 +143,11 @@ func TestREADMEAlerts(t *testing.T) {
 	qdrant := vectordb.Spec{Name: "search", Kind: vectordb.Qdrant, Size: "1Gi"}.Defaults()
 	name := regexp.MustCompile("`([A-Z][A-Za-z0-9]+)`")
 	for section, rules := range map[string][]monitoring.Rule{
-		"The GPU platform layer": gpu,
-		"RAG and light models":   append(vectordb.AlertRules(backedUp), vectordb.AlertRules(qdrant)...),
+		"docs/platform.md#The GPU platform layer": gpu,
+		"docs/serving.md#RAG and light models":    append(vectordb.AlertRules(backedUp), vectordb.AlertRules(qdrant)...),
 	} {
-		text := readmeSection(t, section)
+		file, title, _ := strings.Cut(section, "#")
+		text := docSection(t, file, title)
 		spans, tabled := map[string]bool{}, map[string]bool{}
 		for _, m := range name.FindAllStringSubmatch(text, -1) {
 			spans[m[1]] = true
@@ -149,12 +162,12 @@ func TestREADMEAlerts(t *testing.T) {
 		for _, r := range rules {
 			written[r.Alert] = true
 			if !spans[r.Alert] {
-				t.Errorf("%s: the README does not name alert %s", section, r.Alert)
+				t.Errorf("%s: the docs do not name alert %s", section, r.Alert)
 			}
 		}
 		for a := range tabled {
 			if !written[a] {
-				t.Errorf("%s: the README's table lists alert %s, which the program does not write", section, a)
+				t.Errorf("%s: the table lists alert %s, which the program does not write", section, a)
 			}
 		}
 	}

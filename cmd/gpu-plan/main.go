@@ -47,7 +47,7 @@ func run(args []string, out io.Writer, client *http.Client) error {
 	}
 	fs := flag.NewFlagSet("gpu-plan", flag.ContinueOnError)
 	var req sizing.Requirements
-	fs.StringVar(&req.Model, "model", "", "a catalog model (README, Sizing and cost)")
+	fs.StringVar(&req.Model, "model", "", "a catalog model (docs/sizing.md)")
 	fs.IntVar(&req.Context, "context", 0, "the longest sequence, tokens (default: the model's native context)")
 	fs.IntVar(&req.Concurrency, "concurrency", 1, "streams at peak, each up to --context tokens")
 	tpot := fs.Float64("tpot-ms", 50, "the slowest acceptable time per output token, ms (50: faster than reading)")

@@ -195,7 +195,7 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 	if _, err := os.Stat(filepath.Join(r.Dir, "gitops")); err == nil {
 		fmt.Fprintf(stdout, "  %s/gitops      the Argo CD Applications or Flux Kustomizations that sync them\n", r.Dir)
 	}
-	fmt.Fprintln(stdout, "Each tree applies layer by layer (1-namespaces-crds, 2-resources, 3-custom-resources; README, What gets rendered).")
+	fmt.Fprintln(stdout, "Each tree applies layer by layer (1-namespaces-crds, 2-resources, 3-custom-resources; docs/rendering.md).")
 	if list, ok := r.ExternalSecrets.([]any); ok && len(list) > 0 {
 		fmt.Fprintln(stdout, "Secrets are not written to files; create these with your secret manager (or set gitops.externalSecrets):")
 		for _, e := range list {
@@ -233,7 +233,7 @@ func costChange(args []string, dir string, stdout io.Writer) error {
 			base = r.Plan
 		}
 	}
-	fmt.Fprintf(stdout, "Monthly cost of stack %s (README, Sizing and cost):\n\n", *stack)
+	fmt.Fprintf(stdout, "Monthly cost of stack %s (docs/sizing.md):\n\n", *stack)
 	for _, l := range preflight.CostChange(base, head.Plan) {
 		fmt.Fprintln(stdout, l)
 	}
