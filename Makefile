@@ -19,11 +19,11 @@ preview:
 ## stack: a new customer's stack file, Pulumi.$(NAME).yaml, for TARGET=aks
 ## (CLUSTER, RESOURCE_GROUP) or TARGET=natron (CLUSTER, K8S_VERSION,
 ## IMAGE_URL, IMAGE_CHECKSUM; SITE, NAMESPACE optional); RENDER_DIR renders
-## for GitOps. Prints the commands still to run (secrets, preview).
+## for GitOps. Each target's questions are its own (go run ./cmd/stackctl
+## new -h lists them): their make variables reach stackctl through the
+## environment. Prints the commands still to run (secrets, preview).
 stack:
-	go run ./cmd/stackctl new -name "$(NAME)" -target "$(TARGET)" -cluster "$(CLUSTER)" \
-		-resource-group "$(RESOURCE_GROUP)" -site "$(SITE)" -namespace "$(NAMESPACE)" \
-		-kubernetes-version "$(K8S_VERSION)" -image-url "$(IMAGE_URL)" -image-checksum "$(IMAGE_CHECKSUM)" \
+	go run ./cmd/stackctl new -answers-from-env -name "$(NAME)" -target "$(TARGET)" -cluster "$(CLUSTER)" \
 		-render-dir "$(RENDER_DIR)"
 
 ## env: the environment make preview gives pulumi, as export lines:

@@ -11,6 +11,8 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/program"
+	"github.com/natron/gpu-node-pools/stacks/target/aks"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // migStack is a stack whose MIG pools use different profiles, with a
@@ -97,7 +99,7 @@ func TestPodsRequestWhatTheirNodesAdvertise(t *testing.T) {
 					continue
 				}
 				sku := labels["gpu.natron.cloud/sku"]
-				section := map[string]catalog.Section{"aks": catalog.Azure, "natron": catalog.BareMetal}[target]
+				section := map[string]catalog.Section{"aks": aks.Sizes, "natron": natron.Profiles}[target]
 				s, err := section.SKU(nil, sku)
 				if err != nil {
 					t.Fatal(err)

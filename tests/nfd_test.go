@@ -7,12 +7,12 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/nodesim"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/program"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // A fresh node of every bare-metal pool ends up a GPU node that the GPU
@@ -76,7 +76,7 @@ func TestBareMetalNodesBecomeGPUNodes(t *testing.T) {
 					continue
 				}
 				kubelet := kubeletLabels(r)
-				sku, err := catalog.BareMetal.SKU(nil, kubelet["gpu.natron.cloud/sku"])
+				sku, err := natron.Profiles.SKU(nil, kubelet["gpu.natron.cloud/sku"])
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
-	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
@@ -17,6 +16,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/kyvernotest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // Ollama's pods pass the dev stack's own policies in the real Kyverno
@@ -44,7 +44,7 @@ func TestOllamaPodsPassTheStackPolicies(t *testing.T) {
 		{Name: "train", SKU: "a100-80gb-x8", MaxNodes: 2, MIGProfile: "MIG3g"},
 		{Name: "notebook", SKU: "a100-80gb-x4", MaxNodes: 2, TimeSlicing: 4},
 	} {
-		pool := pooltest.Resolved(t, catalog.BareMetal, spec).Facts
+		pool := pooltest.Resolved(t, natron.Target{}, spec).Facts
 		srv, _ := serving.NewOllamaServer(serving.ModelSpec{Name: "llama-" + spec.Name, Runtime: serving.Ollama, Source: "llama3.1:8b", Pool: spec.Name}, &pool, o, "nvidia")
 		if errs := serving.OllamaFit(nil, srv); len(errs) > 0 {
 			t.Fatalf("llama3.1:8b does not fit %s: %v", spec.Name, errs)

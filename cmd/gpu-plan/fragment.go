@@ -24,7 +24,7 @@ func fragment(res *sizing.Result, d sizing.Design, facts target.Planning, req si
 	entry, _ := models.Known.Lookup(res.Model)
 	one := 1
 	model := serving.ModelSpec{
-		Name: modelName(res.Model), Pool: poolName, Source: facts.WeightsScheme + "://models/" + entry.HuggingFace,
+		Name: modelName(res.Model), Pool: poolName, Source: serving.Scheme(facts.WeightsStore) + "models/" + entry.HuggingFace,
 		CatalogModel: res.Model, TensorParallel: d.TensorParallel, MaxModelLen: res.Context,
 		Concurrency: d.Batch, MinReplicas: &one, MaxReplicas: d.Replicas,
 	}

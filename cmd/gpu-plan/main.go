@@ -52,7 +52,7 @@ func run(args []string, out io.Writer, client *http.Client) error {
 	fs.IntVar(&req.Concurrency, "concurrency", 1, "streams at peak, each up to --context tokens")
 	tpot := fs.Float64("tpot-ms", 50, "the slowest acceptable time per output token, ms (50: faster than reading)")
 	fs.IntVar(&req.Prompt, "prompt", 0, "prompt length for the time to first token (default: a quarter of the context)")
-	target := fs.String("target", "aks", "where the GPU nodes come from: "+strings.Join(registry.Names(), " or "))
+	target := fs.String("target", registry.Names()[0], "where the GPU nodes come from: "+strings.Join(registry.Names(), " or "))
 	fs.StringVar(&req.Region, "region", "eastus", "the region whose prices on record rank the designs")
 	fs.BoolVar(&req.Spot, "spot", false, "rank by spot prices (targets with spot capacity)")
 	fs.StringVar(&req.Quantization, "quantization", "", "vLLM --quantization (default: the checkpoint's)")
@@ -173,7 +173,7 @@ func (p *priceFlags) Set(v string) error {
 // public price list, and prints it as the target's prices.json.
 func prices(args []string, out io.Writer, client *http.Client) error {
 	fs := flag.NewFlagSet("prices", flag.ContinueOnError)
-	name := fs.String("target", "aks", "the target whose prices to refresh")
+	name := fs.String("target", registry.Names()[0], "the target whose prices to refresh")
 	regions := fs.String("regions", "", "comma-separated regions (default: the target's)")
 	api := fs.String("api", "", "the price list's address (default: the target's public one)")
 	if err := fs.Parse(args); err != nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/natron/gpu-node-pools/stacks/preflight"
 	"github.com/natron/gpu-node-pools/stacks/scaffold"
 	"github.com/natron/gpu-node-pools/stacks/stackfile"
+	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
 func main() { os.Exit(run(os.Args[1:], ".", os.Stdout, os.Stderr)) }
@@ -66,17 +67,25 @@ func newStack(args []string, dir string, stdout io.Writer) error {
 	var o scaffold.Options
 	fs := flag.NewFlagSet("new", flag.ContinueOnError)
 	fs.StringVar(&o.Name, "name", "", "stack name (the customer)")
-	fs.StringVar(&o.Target, "target", "", "aks or natron")
-	fs.StringVar(&o.Cluster, "cluster", "", "the AKS cluster, or the Cluster API Cluster")
-	fs.StringVar(&o.ResourceGroup, "resource-group", "", "aks: the cluster's resource group")
-	fs.StringVar(&o.Site, "site", "", "natron: natron-cloud or flex-stack")
-	fs.StringVar(&o.Namespace, "namespace", "", "natron: the Cluster's namespace (default capi-<cluster>)")
-	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", "", "natron: the workload cluster's version, e.g. v1.33.4")
-	fs.StringVar(&o.ImageURL, "image-url", "", "natron: the node OS image URL")
-	fs.StringVar(&o.ImageChecksum, "image-checksum", "", "natron: its checksum or a URL to it")
+	fs.StringVar(&o.Target, "target", "", strings.Join(registry.Names(), " or "))
+	fs.StringVar(&o.Cluster, "cluster", "", "the cluster the pools join")
 	fs.StringVar(&o.RenderDir, "render-dir", "", "render YAML for GitOps into this directory instead of applying")
+	fromEnv := fs.Bool("answers-from-env", false, "take a target question's answer from its make variable in the environment (RESOURCE_GROUP, K8S_VERSION, ...) when its flag is not given")
+	// each target asks its own questions (target.Scaffold)
+	questions := scaffold.Questions()
+	answers := make([]string, len(questions))
+	for i, q := range questions {
+		fs.StringVar(&answers[i], q.Flag, "", q.Help+" ("+q.Var+")")
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	o.Answers = map[string]string{}
+	for i, q := range questions {
+		if answers[i] == "" && *fromEnv {
+			answers[i] = os.Getenv(q.Var)
+		}
+		o.Answers[q.Flag] = answers[i]
 	}
 	if p := o.Problems(); len(p) > 0 {
 		return errors.New("make stack: " + strings.Join(p, "; "))

@@ -9,19 +9,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/components/logging"
-	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/stacks/target/aks"
 )
 
 func pools(t *testing.T) []gpupool.Facts {
 	t.Helper()
 	return []gpupool.Facts{
-		pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "a100", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2}).Facts,
-		pooltest.Resolved(t, catalog.Azure, gpupool.Spec{Name: "spot", SKU: "Standard_NC40ads_H100_v5", MaxNodes: 2, Spot: true}).Facts,
+		pooltest.Resolved(t, aks.Target{}, gpupool.Spec{Name: "a100", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2}).Facts,
+		pooltest.Resolved(t, aks.Target{}, gpupool.Spec{Name: "spot", SKU: "Standard_NC40ads_H100_v5", MaxNodes: 2, Spot: true}).Facts,
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/components/serving"
-	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/plain"
@@ -24,6 +23,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 func TestParseOllamaRef(t *testing.T) {
@@ -102,7 +102,7 @@ func TestOllamaWeightsAgainstTheLibrary(t *testing.T) {
 func ollamaPools(t *testing.T) map[string]gpupool.Facts {
 	t.Helper()
 	out := map[string]gpupool.Facts{}
-	for _, p := range pooltest.Facts(t, catalog.BareMetal,
+	for _, p := range pooltest.Facts(t, natron.Target{},
 		gpupool.Spec{Name: "slices", SKU: "a100-80gb-x8", MaxNodes: 1, MIGProfile: "MIG1g"},
 		gpupool.Spec{Name: "shared", SKU: "a100-80gb-x4", MaxNodes: 1, TimeSlicing: 4},
 		gpupool.Spec{Name: "whole", SKU: "h100-80gb-x8", MaxNodes: 1}) {

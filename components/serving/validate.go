@@ -52,8 +52,9 @@ func (s *Storage) Validate(p *field.Path) field.ErrorList {
 	return errs
 }
 
-// scheme is the source URL scheme of a storage kind's models.
-func scheme(kind string) string {
+// Scheme is the source URL scheme of a storage kind's models ("": an
+// unknown kind).
+func Scheme(kind string) string {
 	return map[string]string{S3: "s3://", AzureBlob: "az://"}[kind]
 }
 
@@ -129,7 +130,7 @@ func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 	if len(m.NodeSelector) > 0 {
 		errs = append(errs, fielderr.Forbidden(p.Child("nodeSelector"), m.NodeSelector, "is for runtime ollama on CPU nodes; a vLLM model runs on its pool"))
 	}
-	if want := scheme(storageKind); want != "" && (!strings.HasPrefix(m.Source, want) || len(m.Source) <= len(want)) {
+	if want := Scheme(storageKind); want != "" && (!strings.HasPrefix(m.Source, want) || len(m.Source) <= len(want)) {
 		errs = append(errs, fielderr.Invalid(p.Child("source"), m.Source, "must be a %s<bucket>/<path> URL of the %s store", want, storageKind))
 	}
 	errs = append(errs, m.validateSize(p)...)

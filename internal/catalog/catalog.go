@@ -1,9 +1,10 @@
-// Package catalog is the one place that knows GPU hardware: the GPU models,
-// their MIG partitions, and one section of node shapes per target (AKS VM
-// sizes in azure.go, bare-metal hardware profiles in baremetal.go).
+// Package catalog knows GPU hardware: the GPU models with their data sheet
+// speeds and MIG partitions, the links between a node's GPUs, and what a
+// section of node shapes is. Each target keeps its own section next to it
+// (stacks/target/<name>), built from these models.
 //
-// To add a size, add one entry to its section. A new target adds a file
-// with its own section.
+// To add a size, add one entry to its target's section; a new GPU model
+// goes here, with its data sheet speeds in gpus.go.
 package catalog
 
 import (
@@ -39,16 +40,18 @@ type GPU struct {
 	Speed
 }
 
+// The GPU models the targets' node shapes carry, with their data sheet
+// speeds.
 var (
-	a100PCIe80 = GPU{Model: "NVIDIA A100 80GB PCIe", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80, Speed: a100PCIe80Speed}
-	a100SXM40  = GPU{Model: "NVIDIA A100 40GB SXM4", Label: "a100-40gb", MemoryGB: 40, MIG: true, ComputeCapability: 80, Speed: a100SXM40Speed}
-	a100SXM80  = GPU{Model: "NVIDIA A100 80GB SXM4", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80, Speed: a100SXM80Speed}
-	h100NVL    = GPU{Model: "NVIDIA H100 NVL", Label: "h100-94gb", MemoryGB: 94, MIG: true, ComputeCapability: 90, Speed: h100NVLSpeed}
-	h100SXM    = GPU{Model: "NVIDIA H100 80GB HBM3", Label: "h100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 90, Speed: h100SXMSpeed}
-	h200SXM    = GPU{Model: "NVIDIA H200 141GB HBM3e", Label: "h200-141gb", MemoryGB: 141, MIG: true, ComputeCapability: 90, Speed: h200SXMSpeed}
-	v100       = GPU{Model: "NVIDIA Tesla V100 16GB", Label: "v100-16gb", MemoryGB: 16, ComputeCapability: 70, Speed: v100PCIeSpeed}
-	t4         = GPU{Model: "NVIDIA Tesla T4", Label: "t4-16gb", MemoryGB: 16, ComputeCapability: 75, Speed: t4Speed}
-	a10        = GPU{Model: "NVIDIA A10", Label: "a10-24gb", MemoryGB: 24, ComputeCapability: 86, Speed: a10Speed}
+	A100PCIe80 = GPU{Model: "NVIDIA A100 80GB PCIe", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80, Speed: a100PCIe80Speed}
+	A100SXM40  = GPU{Model: "NVIDIA A100 40GB SXM4", Label: "a100-40gb", MemoryGB: 40, MIG: true, ComputeCapability: 80, Speed: a100SXM40Speed}
+	A100SXM80  = GPU{Model: "NVIDIA A100 80GB SXM4", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80, Speed: a100SXM80Speed}
+	H100NVL    = GPU{Model: "NVIDIA H100 NVL", Label: "h100-94gb", MemoryGB: 94, MIG: true, ComputeCapability: 90, Speed: h100NVLSpeed}
+	H100SXM    = GPU{Model: "NVIDIA H100 80GB HBM3", Label: "h100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 90, Speed: h100SXMSpeed}
+	H200SXM    = GPU{Model: "NVIDIA H200 141GB HBM3e", Label: "h200-141gb", MemoryGB: 141, MIG: true, ComputeCapability: 90, Speed: h200SXMSpeed}
+	V100       = GPU{Model: "NVIDIA Tesla V100 16GB", Label: "v100-16gb", MemoryGB: 16, ComputeCapability: 70, Speed: v100PCIeSpeed}
+	T4         = GPU{Model: "NVIDIA Tesla T4", Label: "t4-16gb", MemoryGB: 16, ComputeCapability: 75, Speed: t4Speed}
+	A10        = GPU{Model: "NVIDIA A10", Label: "a10-24gb", MemoryGB: 24, ComputeCapability: 86, Speed: a10Speed}
 )
 
 // SKU is one node shape: an AKS VM size or a bare-metal hardware profile.

@@ -69,9 +69,9 @@ type Link struct {
 // x16 (64 GB/s) or Gen5 (128 GB/s) where the GPUs are PCIe cards, as on
 // the NC and NV sizes (Microsoft's size pages list no NVLink for them).
 var (
-	nvlink3 = Link{Kind: "NVLink", GBps: 600}
-	nvlink4 = Link{Kind: "NVLink", GBps: 900}
-	pcie3   = Link{Kind: "PCIe", GBps: 32}
-	pcie4   = Link{Kind: "PCIe", GBps: 64}
-	pcie5   = Link{Kind: "PCIe", GBps: 128}
+	NVLink3 = Link{Kind: "NVLink", GBps: 600}
+	NVLink4 = Link{Kind: "NVLink", GBps: 900}
+	PCIe3   = Link{Kind: "PCIe", GBps: 32}
+	PCIe4   = Link{Kind: "PCIe", GBps: 64}
+	PCIe5   = Link{Kind: "PCIe", GBps: 128}
 )

@@ -6,6 +6,7 @@ package gpupool
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -71,8 +72,11 @@ const (
 var nameRe = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)
 
 // Validate checks the rules every target shares; targets check their own
-// keys, and ValidateSKU what depends on the node shape.
-func (s Spec) Validate(p *field.Path) field.ErrorList {
+// keys, and ValidateSKU what depends on the node shape. labelDomains are
+// the label domains the targets' platforms own (Target.LabelDomains), which
+// a pool's labels may not use on any target, so that a pool can move
+// between them.
+func (s Spec) Validate(p *field.Path, labelDomains []string) field.ErrorList {
 	var errs field.ErrorList
 	if !nameRe.MatchString(s.Name) {
 		errs = append(errs, fielderr.Invalid(p.Child("name"), s.Name, "must be lowercase letters and digits, start with a letter, at most 12 characters"))
@@ -91,7 +95,8 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 	if s.MIGProfile != "" && !catalog.ValidMIG(s.MIGProfile) {
 		errs = append(errs, fielderr.NotSupported(p.Child("migProfile"), string(s.MIGProfile), catalog.MIGProfiles))
 	}
-	errs = append(errs, fielderr.Labels(p.Child("labels"), s.Labels, ReservedLabel, reservedLabelDomains)...)
+	reserved := append(slices.Clone(ownLabelDomains), labelDomains...)
+	errs = append(errs, fielderr.Labels(p.Child("labels"), s.Labels, func(k string) bool { return ReservedLabel(k, reserved) }, reserved)...)
 	switch ts := p.Child("timeSlicing"); {
 	case s.TimeSlicing == 0:
 	case s.TimeSlicing < 2 || s.TimeSlicing > MaxTimeSlicing:
@@ -151,23 +156,21 @@ const (
 // GPUTaint is the taint every GPU node carries, in kubectl notation.
 const GPUTaint = GPUTaintKey + "=" + GPUTaintValue + ":" + GPUTaintEffect
 
-// reservedLabelDomains are label key prefixes (and their subdomains) users
-// may not set on a pool: the program's own, NVIDIA's (feature discovery and
-// the GPU operator own them), Cluster API's and Metal3's, and those kubelet
-// or AKS refuse or reserve.
-var reservedLabelDomains = []string{
-	"gpu.natron.cloud", "nvidia.com", "cluster-api", "x-k8s.io", "metal3.io",
-	"kubernetes.azure.com", "kubernetes.io", "k8s.io",
-}
+// ownLabelDomains are label key prefixes (and their subdomains) users may
+// not set on a pool on any target: the program's own, NVIDIA's (feature
+// discovery and the GPU operator own them), and Kubernetes', which kubelet
+// refuses or reserves. Each target adds its platform's (Target.LabelDomains).
+var ownLabelDomains = []string{"gpu.natron.cloud", "nvidia.com", "kubernetes.io", "k8s.io"}
 
-// ReservedLabel reports whether a label key belongs to the program or the
-// platform, and so may not be set through a pool's labels.
-func ReservedLabel(key string) bool {
+// ReservedLabel reports whether a label key belongs to the program, to
+// Kubernetes or to one of the given domains (a target's platform), and so
+// may not be set through a pool's labels.
+func ReservedLabel(key string, domains []string) bool {
 	prefix, _, ok := strings.Cut(key, "/")
 	if !ok {
 		return false
 	}
-	for _, d := range reservedLabelDomains {
+	for _, d := range append(slices.Clone(ownLabelDomains), domains...) {
 		if prefix == d || strings.HasSuffix(prefix, "."+d) {
 			return true
 		}

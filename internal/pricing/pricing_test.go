@@ -27,7 +27,7 @@ func TestPoolCost(t *testing.T) {
 			&PoolCost{Hourly: 2.5, AtMin: 1825, AtMax: 7300, Expected: 3650, Currency: "EUR", Source: "the stack's pricing.prices"}, ""},
 		{"expected is at least minNodes", Spec{Prices: map[string]float64{"h100-80gb-x8": 20}}, PoolShape{SKU: "h100-80gb-x8", MinNodes: 1, MaxNodes: 2},
 			&PoolCost{Hourly: 20, AtMin: 14600, AtMax: 29200, Expected: 14600, Currency: "USD", Source: "the stack's pricing.prices"}, ""},
-		{"no region", Spec{}, pool, nil, "no price: set pricing.region (AKS) or pricing.prices.Standard_NC24ads_A100_v4"},
+		{"no region", Spec{}, pool, nil, "no price: set pricing.region (a target with a price table) or pricing.prices.Standard_NC24ads_A100_v4"},
 		{"not on record in the region", Spec{Region: "westeurope"}, pool, nil, "no price on record for Standard_NC24ads_A100_v4 in westeurope"},
 		{"no spot price on record", Spec{Region: "eastus"}, PoolShape{SKU: "Standard_NC24ads_A100_v4", MaxNodes: 1, Spot: true}, nil, "no spot price on record"},
 	} {
@@ -41,7 +41,7 @@ func TestPoolCost(t *testing.T) {
 func TestSpecValidate(t *testing.T) {
 	t.Parallel()
 	errs := Spec{Region: "West Europe", Currency: "dollars", Prices: map[string]float64{"a": 0, "b": 2}}.Validate(nil)
-	want := []string{"region: Invalid value: \"West Europe\": must be an Azure region name", "currency: Invalid value: \"dollars\": must be an ISO 4217 code", "prices[a]: Invalid value: 0: must be an hourly price > 0"}
+	want := []string{"region: Invalid value: \"West Europe\": must be a region name", "currency: Invalid value: \"dollars\": must be an ISO 4217 code", "prices[a]: Invalid value: 0: must be an hourly price > 0"}
 	if len(errs) != len(want) {
 		t.Fatalf("%v", errs)
 	}

@@ -36,7 +36,7 @@ var (
 func (s Spec) Validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if s.Region != "" && !regionRe.MatchString(s.Region) {
-		errs = append(errs, fielderr.Invalid(p.Child("region"), s.Region, "must be an Azure region name such as westeurope (lowercase letters and digits)"))
+		errs = append(errs, fielderr.Invalid(p.Child("region"), s.Region, "must be a region name as the target's price table spells it: lowercase letters and digits"))
 	}
 	if s.Currency != "" && !currencyRe.MatchString(s.Currency) {
 		errs = append(errs, fielderr.Invalid(p.Child("currency"), s.Currency, "must be an ISO 4217 code such as USD or EUR"))
@@ -73,16 +73,16 @@ type PoolShape struct {
 }
 
 // Cost is a pool's monthly cost: the stack's own price for its node
-// shape, else the Azure table's in the stack's region (spot for a spot
-// pool); the reason when there is none on record.
-func (s Spec) Cost(pool PoolShape, azure Table) (*PoolCost, string) {
+// shape, else the target's price table's in the stack's region (spot for
+// a spot pool); the reason when there is none on record.
+func (s Spec) Cost(pool PoolShape, table Table) (*PoolCost, string) {
 	if v, ok := s.Prices[pool.SKU]; ok {
 		return poolCost(pool, v, currency(s.Currency), "the stack's pricing.prices"), ""
 	}
 	if s.Region == "" {
-		return nil, "no price: set pricing.region (AKS) or pricing.prices." + pool.SKU
+		return nil, "no price: set pricing.region (a target with a price table) or pricing.prices." + pool.SKU
 	}
-	p, ok := azure.Lookup(pool.SKU, s.Region)
+	p, ok := table.Lookup(pool.SKU, s.Region)
 	if !ok {
 		return nil, "no price on record for " + pool.SKU + " in " + s.Region + ": refresh the table (gpu-plan prices) or set pricing.prices." + pool.SKU
 	}

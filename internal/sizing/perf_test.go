@@ -7,6 +7,8 @@ import (
 	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/models"
+	"github.com/natron/gpu-node-pools/stacks/target/aks"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // Tolerance is the accuracy the model keeps against every oracle.
@@ -35,8 +37,8 @@ func deployment(t *testing.T, model, quantization string, section catalog.Sectio
 // BF16 on one A100 40GB streams about 75 tokens/s (issue 17's figure).
 func TestPerformanceAgainstPublishedMeasurements(t *testing.T) {
 	t.Parallel()
-	nim := deployment(t, "llama-3.3-70b", "fp8", catalog.BareMetal, "h100-80gb-x8", 2)
-	a100 := deployment(t, "llama-3.1-8b", "", catalog.BareMetal, "a100-40gb-x8", 1)
+	nim := deployment(t, "llama-3.3-70b", "fp8", natron.Profiles, "h100-80gb-x8", 2)
+	a100 := deployment(t, "llama-3.1-8b", "", natron.Profiles, "a100-40gb-x8", 1)
 	for _, tc := range []struct {
 		name      string
 		got, want float64
@@ -63,9 +65,9 @@ func TestPerformanceAgainstPublishedMeasurements(t *testing.T) {
 // PCIe for the same GPUs' all-reduces.
 func TestPerformanceDirections(t *testing.T) {
 	t.Parallel()
-	tp2 := deployment(t, "llama-3.1-70b", "", catalog.BareMetal, "h100-80gb-x8", 2)
-	tp4 := deployment(t, "llama-3.1-70b", "", catalog.BareMetal, "h100-80gb-x8", 4)
-	fp8 := deployment(t, "llama-3.1-70b", "fp8", catalog.BareMetal, "h100-80gb-x8", 2)
+	tp2 := deployment(t, "llama-3.1-70b", "", natron.Profiles, "h100-80gb-x8", 2)
+	tp4 := deployment(t, "llama-3.1-70b", "", natron.Profiles, "h100-80gb-x8", 4)
+	fp8 := deployment(t, "llama-3.1-70b", "fp8", natron.Profiles, "h100-80gb-x8", 2)
 	if tp4.TPOT(1, 2048) >= tp2.TPOT(1, 2048) {
 		t.Error("tensor parallel 4 is not faster per token than 2")
 	}
@@ -78,13 +80,13 @@ func TestPerformanceDirections(t *testing.T) {
 	if fp8.TPOT(1, 2048) >= tp2.TPOT(1, 2048) || fp8.TTFT(4096) >= tp2.TTFT(4096) {
 		t.Error("FP8 weights are not faster than BF16 on an H100")
 	}
-	nvl, _ := catalog.Azure.SKU(nil, "Standard_NC80adis_H100_v5")
+	nvl, _ := aks.Sizes.SKU(nil, "Standard_NC80adis_H100_v5")
 	link := tp2
 	link.SKU.Link = nvl.Link // PCIe Gen5 instead of NVLink
 	if link.TPOT(1, 2048) <= tp2.TPOT(1, 2048) {
 		t.Error("PCIe all-reduces are not slower than NVLink")
 	}
-	moe := deployment(t, "mixtral-8x7b", "", catalog.BareMetal, "h100-80gb-x8", 2)
+	moe := deployment(t, "mixtral-8x7b", "", natron.Profiles, "h100-80gb-x8", 2)
 	if moe.weightBytesRead(1) >= moe.weightBytesRead(16) || moe.weightBytesRead(64) > moe.weightBytesRead(1)*46.7/12.9+1 {
 		t.Error("a mixture of experts reads its active weights for one sequence, up to all of them for a batch")
 	}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/models"
@@ -18,7 +17,7 @@ import (
 func TestPlanDesignsMeetTheRequirements(t *testing.T) {
 	t.Parallel()
 	req := Requirements{Model: "llama-3.1-70b", Context: 8192, Concurrency: 32, TPOT: 0.05, Region: "eastus"}
-	res, err := Recommend(req, catalog.Azure, aks.Prices)
+	res, err := Recommend(req, aks.Sizes, aks.Prices)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +25,7 @@ func TestPlanDesignsMeetTheRequirements(t *testing.T) {
 		t.Fatalf("%d designs: %+v", len(res.Designs), res)
 	}
 	for i, d := range res.Designs {
-		sku, _ := catalog.Azure.SKU(nil, d.SKU)
+		sku, _ := aks.Sizes.SKU(nil, d.SKU)
 		if d.TPOTMs > 50 || d.Batch*d.Replicas < 32 || d.MaxNodes*sku.GPUs < d.Replicas*d.TensorParallel {
 			t.Errorf("design %+v does not meet the requirements", d)
 		}
@@ -50,8 +49,8 @@ func TestPlanDesignsMeetTheRequirements(t *testing.T) {
 	if !strings.Contains(rejected["Standard_NC4as_T4_v3"], "one sequence of 8192 tokens needs") {
 		t.Errorf("T4: %q", rejected["Standard_NC4as_T4_v3"])
 	}
-	if len(res.Designs)+len(res.Rejected) < len(catalog.Azure.SKUs()) {
-		t.Errorf("%d designs and %d rejections for %d shapes", len(res.Designs), len(res.Rejected), len(catalog.Azure.SKUs()))
+	if len(res.Designs)+len(res.Rejected) < len(aks.Sizes.SKUs()) {
+		t.Errorf("%d designs and %d rejections for %d shapes", len(res.Designs), len(res.Rejected), len(aks.Sizes.SKUs()))
 	}
 }
 
@@ -59,7 +58,7 @@ func TestPlanDesignsMeetTheRequirements(t *testing.T) {
 // named; the closest design is offered.
 func TestPlanErrors(t *testing.T) {
 	t.Parallel()
-	_, err := Recommend(Requirements{Model: "llama-3.1-70b", Context: 8192, Concurrency: 8, TPOT: 0.002, Region: "eastus"}, catalog.Azure, aks.Prices)
+	_, err := Recommend(Requirements{Model: "llama-3.1-70b", Context: 8192, Concurrency: 8, TPOT: 0.002, Region: "eastus"}, aks.Sizes, aks.Prices)
 	var nf *NothingFits
 	if !errors.As(err, &nf) || !strings.Contains(err.Error(), "within 2 ms per token; the closest is Standard_ND96") {
 		t.Errorf("2 ms per token: %v", err)
@@ -74,7 +73,7 @@ func TestPlanErrors(t *testing.T) {
 		{Requirements{Model: "llama-3.1-8b", Concurrency: 1}, "tpot: must be > 0"},
 		{Requirements{Model: "llama-3.1-8b", Concurrency: 1, TPOT: 0.05, Quantization: "int4"}, "quantization: must be one of"},
 	} {
-		if _, err := Recommend(tc.req, catalog.Azure, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Recommend(tc.req, aks.Sizes, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.req, err, tc.want)
 		}
 	}

@@ -17,11 +17,15 @@ func validatePools(c *Config, p *field.Path, ok func(*field.Path) bool) field.Er
 		errs = append(errs, fielderr.Required(p, "required: at least one pool"))
 	}
 	t, known := registry.Lookup(c.Target)
+	var domains []string
+	for _, tg := range registry.All() {
+		domains = append(domains, tg.LabelDomains()...)
+	}
 	seen := map[string]int{}
 	for i, s := range c.Pools {
 		ip := p.Index(i)
 		if ok(ip) {
-			errs = append(errs, s.Validate(ip)...)
+			errs = append(errs, s.Validate(ip, domains)...)
 			if known {
 				errs = append(errs, t.ValidatePool(ip, s)...)
 			}

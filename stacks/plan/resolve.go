@@ -174,11 +174,24 @@ func (r *resolver) resolveIdentity(t target.Target, o serving.Options) *target.I
 }
 
 // Why a clientId is refused on a target that cannot federate identities
-// (%s: the target), for the weights store and for Velero.
+// (%[1]s: the targets that can, %[2]s: this one), for the weights store and
+// for Velero.
 const (
-	storageIdentityRefused = "workload identity needs a cluster that federates service accounts with Azure (target aks); on target %s use an accountKey"
-	backupIdentityRefused  = "workload identity needs a target that federates service accounts with a cloud identity; on target %s use keys"
+	storageIdentityRefused = "workload identity needs a target that federates service accounts with a cloud identity (%[1]s); on target %[2]s use an accountKey"
+	backupIdentityRefused  = "workload identity needs a target that federates service accounts with a cloud identity (%[1]s); on target %[2]s use keys"
 )
+
+// federating are the targets that federate service accounts with cloud
+// identities.
+func federating() string {
+	var out []string
+	for _, t := range registry.All() {
+		if _, ok := t.(target.Federator); ok {
+			out = append(out, string(t.Name()))
+		}
+	}
+	return strings.Join(out, ", ")
+}
 
 // federator is t as a target that federates service accounts with cloud
 // identities; a target that cannot has the clientId at p refused, once,
@@ -186,7 +199,7 @@ const (
 func (r *resolver) federator(t target.Target, p *field.Path, clientID, why string) (target.Federator, bool) {
 	f, ok := t.(target.Federator)
 	if !ok && !r.reported(p) {
-		r.add(fielderr.Forbidden(p, clientID, why, t.Name()))
+		r.add(fielderr.Forbidden(p, clientID, why, federating(), t.Name()))
 	}
 	return f, ok
 }

@@ -193,11 +193,11 @@ func TestValidationRules(t *testing.T) {
 		{"workload identity on bare metal", stacktest.ServingNatron, func(c map[string]any) {
 			c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21", "identityName": "reader"}
 			stacktest.Model(c)["source"] = "az://models/x"
-		}, `gpu-node-pools:storage.clientId: workload identity needs a cluster that federates service accounts with Azure (target aks); on target natron use an accountKey`},
+		}, `gpu-node-pools:storage.clientId: workload identity needs a target that federates service accounts with a cloud identity (aks); on target natron use an accountKey`},
 		{"velero workload identity on bare metal", stacktest.Natron, func(c map[string]any) {
 			c["backup"] = map[string]any{"enabled": true, "install": true, "location": map[string]any{"provider": "azure", "bucket": "velero",
 				"storageAccount": "acmebackups", "resourceGroup": "rg-acme-backup", "clientId": "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21"}}
-		}, `gpu-node-pools:backup.location.clientId: workload identity needs a target that federates service accounts with a cloud identity; on target natron use keys`},
+		}, `gpu-node-pools:backup.location.clientId: workload identity needs a target that federates service accounts with a cloud identity (aks); on target natron use keys`},
 		{"aks login unknown", stacktest.AKS, func(c map[string]any) { c["aks"].(map[string]any)["login"] = "devicecode" },
 			`gpu-node-pools:aks.login: must be one of azurecli, workloadidentity, spn, got "devicecode"`},
 		{"azure blob without credentials", stacktest.ServingAKS, func(c map[string]any) { delete(c["storage"].(map[string]any), "clientId") }, `gpu-node-pools:storage.accountKey: azureBlob needs an accountKey`},

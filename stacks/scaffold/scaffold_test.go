@@ -15,12 +15,14 @@ import (
 // secrets it names are set: nothing else is left to fix.
 func TestScaffoldedStacksLoad(t *testing.T) {
 	t.Parallel()
-	natron := scaffold.Options{Name: "acme", Target: "natron", Cluster: "acme", KubernetesVersion: "v1.33.4",
-		ImageURL: "https://images.example/u.qcow2", ImageChecksum: "https://images.example/u.qcow2.sha256sum"}
+	natron := scaffold.Options{Name: "acme", Target: "natron", Cluster: "acme", Answers: map[string]string{"kubernetes-version": "v1.33.4",
+		"image-url": "https://images.example/u.qcow2", "image-checksum": "https://images.example/u.qcow2.sha256sum"}}
 	rendered := natron
 	rendered.RenderDir = "rendered"
-	aks := scaffold.Options{Name: "contoso-prod", Target: "aks", Cluster: "aks-contoso", ResourceGroup: "rg-contoso"}
-	for _, o := range []scaffold.Options{natron, rendered, aks} {
+	aks := scaffold.Options{Name: "contoso-prod", Target: "aks", Cluster: "aks-contoso", Answers: map[string]string{"resource-group": "rg-contoso"}}
+	renderedAKS := aks
+	renderedAKS.RenderDir = "rendered-contoso"
+	for _, o := range []scaffold.Options{natron, rendered, aks, renderedAKS} {
 		t.Run(o.Target+"/"+o.RenderDir, func(t *testing.T) {
 			if p := o.Problems(); len(p) > 0 {
 				t.Fatal(p)
@@ -71,9 +73,10 @@ func TestScaffoldProblems(t *testing.T) {
 		want string
 	}{
 		{scaffold.Options{Name: "acme", Target: "gke"}, `TARGET "gke": aks or natron`},
-		{scaffold.Options{Name: "a b", Target: "aks", Cluster: "c", ResourceGroup: "rg"}, `NAME "a b": a stack name is`},
+		{scaffold.Options{Name: "a b", Target: "aks", Cluster: "c", Answers: map[string]string{"resource-group": "rg"}}, `NAME "a b": a stack name is`},
 		{scaffold.Options{Name: "acme", Target: "aks", Cluster: "c"}, "RESOURCE_GROUP: required for target aks"},
-		{scaffold.Options{Name: "acme", Target: "natron", Cluster: "c", KubernetesVersion: "v1.33.4", ImageURL: "u"}, "IMAGE_CHECKSUM: required for target natron"},
+		{scaffold.Options{Name: "acme", Target: "aks", Answers: map[string]string{"resource-group": "rg"}}, "CLUSTER: required for target aks"},
+		{scaffold.Options{Name: "acme", Target: "natron", Cluster: "c", Answers: map[string]string{"kubernetes-version": "v1.33.4", "image-url": "u"}}, "IMAGE_CHECKSUM: required for target natron"},
 	}
 	for _, tt := range tests {
 		if got := strings.Join(tt.o.Problems(), "; "); !strings.Contains(got, tt.want) {

@@ -47,9 +47,15 @@ type Target interface {
 	// SpotToleration tolerates the taint the target puts on spot nodes
 	// (nil: no spot capacity, or no taint).
 	SpotToleration() *gpupool.Toleration
+	// LabelDomains are the node label domains the target's platform owns
+	// (its node agents, its cluster management); no pool may set them, on
+	// any target.
+	LabelDomains() []string
 	// ManagementCluster is whether the pools are objects in a management
 	// cluster apart from the workload cluster (Cluster API).
 	ManagementCluster() bool
+	// Scaffold is the target's part of a new stack file (make stack).
+	Scaffold() Scaffold
 	// Providers builds the stack's Kubernetes providers, or render
 	// providers writing under renderDir when it is set.
 	Providers(ctx *pulumi.Context, c Cluster, renderDir string) (*Providers, error)
@@ -117,9 +123,9 @@ type Defaults struct {
 type Planning struct {
 	// Spot is whether the target has spot capacity a pool may ask for.
 	Spot bool
-	// WeightsScheme is the URL scheme of the weights store a planned
-	// stack starts from.
-	WeightsScheme string
+	// WeightsStore is the storage kind (serving.StorageKinds) of the
+	// weights store a planned or new stack starts from.
+	WeightsStore string
 }
 
 // Plugin is a resource provider plugin at a version.

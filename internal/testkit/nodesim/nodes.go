@@ -6,8 +6,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
 // GFDLabels are the labels GPU feature discovery (k8s-device-plugin
@@ -76,7 +77,7 @@ func GPUNode(r gpupool.Resolved, i int, d DevicePlugin) map[string]any {
 	p := r.Facts
 	name := fmt.Sprintf("%s-%d", p.Name, i)
 	labels := gpupool.NodeLabels(r)
-	if p.Target != catalog.AKS { // NFD and the operator run on bare metal
+	if t, ok := registry.Lookup(string(p.Target)); ok && t.Defaults().GPUStack == platform.GPUOperator { // NFD and the operator run with the GPU operator
 		maps.Copy(labels, NFDPCILabels(NFDDefaultConfig(), HostDevices(r.SKU)))
 		labels = OperatorLabels(labels)
 	}

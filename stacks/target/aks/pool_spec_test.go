@@ -7,7 +7,6 @@ import (
 	containerservice "github.com/pulumi/pulumi-azure-native-sdk/containerservice/v2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 )
 
@@ -123,7 +122,7 @@ func TestAgentPoolArgs(t *testing.T) {
 // tests cannot use pooltest, which imports it).
 func resolved(t *testing.T, spec gpupool.Spec) gpupool.Resolved {
 	t.Helper()
-	sku, err := catalog.Azure.SKU(nil, spec.SKU)
+	sku, err := Sizes.SKU(nil, spec.SKU)
 	if err != nil {
 		t.Fatal(err)
 	}

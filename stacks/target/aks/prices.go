@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"net/http"
 
-	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/pricing"
 )
 
@@ -29,7 +28,7 @@ var DefaultPriceRegions = []string{"westeurope", "germanywestcentral", "swedence
 // the catalog.
 func (Target) RefreshPrices(ctx context.Context, client *http.Client, api string, regions []string, today string) (pricing.Table, error) {
 	var skus []string
-	for _, s := range catalog.Azure.SKUs() {
+	for _, s := range Sizes.SKUs() {
 		skus = append(skus, s.Name)
 	}
 	if len(regions) == 0 {

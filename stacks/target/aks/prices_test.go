@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/pricing"
 )
 
@@ -22,7 +21,7 @@ func TestAzureTable(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, p := range Prices {
-		if _, err := catalog.Azure.SKU(nil, p.SKU); err != nil {
+		if _, err := Sizes.SKU(nil, p.SKU); err != nil {
 			t.Errorf("%s: %v", p.SKU, err)
 		}
 		if p.Retrieved == "" || p.Source == "" || (p.OnDemand <= 0 && p.Spot <= 0) || (p.Spot > 0 && p.OnDemand > 0 && p.Spot >= p.OnDemand) {

@@ -23,10 +23,10 @@ type Target struct{}
 var _ target.Target = Target{}
 
 // Name is the target's config value and block key.
-func (Target) Name() catalog.Target { return catalog.AKS }
+func (Target) Name() catalog.Target { return Name }
 
 // Catalog is the AKS GPU VM sizes.
-func (Target) Catalog() catalog.Section { return catalog.Azure }
+func (Target) Catalog() catalog.Section { return Sizes }
 
 // NewCluster is an empty aks block.
 func (Target) NewCluster() target.Cluster { return &Cluster{} }
@@ -134,7 +134,7 @@ func (Target) NewPool(ctx *pulumi.Context, pool gpupool.Resolved, c target.Clust
 // Planning: AKS has spot VMs; a planned stack reads its weights from Azure
 // Blob storage.
 func (Target) Planning() target.Planning {
-	return target.Planning{Spot: true, WeightsScheme: "az"}
+	return target.Planning{Spot: true, WeightsStore: "azureBlob"}
 }
 
 // ManagementCluster: AKS agent pools are Azure resources, not objects of a
@@ -147,3 +147,7 @@ var SpotToleration = gpupool.Toleration{Key: "kubernetes.azure.com/scalesetprior
 
 // SpotToleration is what a pod needs on AKS spot nodes.
 func (Target) SpotToleration() *gpupool.Toleration { return &SpotToleration }
+
+// LabelDomains: AKS reserves kubernetes.azure.com for its node labels
+// (the agent pool API refuses them).
+func (Target) LabelDomains() []string { return []string{"kubernetes.azure.com"} }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
@@ -192,5 +191,5 @@ func TestTemplateNamesFollowContent(t *testing.T) {
 // resolved is a pool with its hardware profile, as the stack's plan holds it.
 func resolved(t *testing.T, spec gpupool.Spec) gpupool.Resolved {
 	t.Helper()
-	return pooltest.Resolved(t, catalog.BareMetal, spec)
+	return pooltest.Resolved(t, Target{}, spec)
 }

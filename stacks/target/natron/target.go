@@ -26,10 +26,10 @@ type Target struct{}
 var _ target.Target = Target{}
 
 // Name is the target's config value and block key.
-func (Target) Name() catalog.Target { return catalog.Natron }
+func (Target) Name() catalog.Target { return Name }
 
 // Catalog is the hardware profiles racked at the sites.
-func (Target) Catalog() catalog.Section { return catalog.BareMetal }
+func (Target) Catalog() catalog.Section { return Profiles }
 
 // Prices is nil: the provider prices its profiles in each stack's pricing
 // block.
@@ -190,7 +190,7 @@ func (Target) NewPool(ctx *pulumi.Context, pool gpupool.Resolved, c target.Clust
 // Planning: bare metal has no spot capacity; a planned stack reads its
 // weights from the site's S3-compatible store.
 func (Target) Planning() target.Planning {
-	return target.Planning{WeightsScheme: "s3"}
+	return target.Planning{WeightsStore: "s3"}
 }
 
 // ManagementCluster: the pools are Cluster API objects in the management
@@ -199,3 +199,7 @@ func (Target) ManagementCluster() bool { return true }
 
 // SpotToleration is nil: bare metal has no spot capacity.
 func (Target) SpotToleration() *gpupool.Toleration { return nil }
+
+// LabelDomains: Cluster API and Metal3 label the machines they manage
+// (cluster-api/accelerator, cluster.x-k8s.io/*, metal3.io/uuid).
+func (Target) LabelDomains() []string { return []string{"cluster-api", "x-k8s.io", "metal3.io"} }
