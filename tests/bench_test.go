@@ -97,7 +97,7 @@ func BenchmarkFleetPreview(b *testing.B) {
 			}
 			fleet := make([]automation.CustomerStack, 10)
 			for i := range fleet {
-				cfg, errs := config.Decode(pulumitest.Unqualified(generatedStack("natron", 4)))
+				cfg, _, errs := config.Decode(pulumitest.Unqualified(generatedStack("natron", 4)))
 				if len(errs) > 0 {
 					b.Fatal(errs)
 				}

@@ -175,16 +175,19 @@ func vectorResources() []string {
 
 // poolConfig is a pool as written in the stack file.
 type poolConfig struct {
-	Name         string            `json:"name"`
-	SKU          string            `json:"sku"`
-	MinNodes     int               `json:"minNodes"`
-	MaxNodes     int               `json:"maxNodes"`
-	Spot         bool              `json:"spot"`
-	SpotMaxPrice *float64          `json:"spotMaxPrice"`
-	MIGProfile   string            `json:"migProfile"`
-	Zones        []string          `json:"zones"`
-	OSDiskSizeGB int               `json:"osDiskSizeGB"`
-	Labels       map[string]string `json:"labels"`
+	Name       string            `json:"name"`
+	SKU        string            `json:"sku"`
+	MinNodes   int               `json:"minNodes"`
+	MaxNodes   int               `json:"maxNodes"`
+	Spot       bool              `json:"spot"`
+	MIGProfile string            `json:"migProfile"`
+	Labels     map[string]string `json:"labels"`
+	// AKS are the AKS pool block's keys
+	AKS struct {
+		SpotMaxPrice *float64 `json:"spotMaxPrice"`
+		Zones        []string `json:"zones"`
+		OSDiskSizeGB int      `json:"osDiskSizeGB"`
+	} `json:"aks"`
 }
 
 // runStack runs the program under mocks on a real stack file.
@@ -284,7 +287,7 @@ func TestProdStackUnderMocks(t *testing.T) {
 				}
 			}
 			if p.Spot {
-				if str(in, "scaleSetPriority") != "Spot" || str(in, "scaleSetEvictionPolicy") != "Delete" || dig(in, "spotMaxPrice").NumberValue() != *p.SpotMaxPrice {
+				if str(in, "scaleSetPriority") != "Spot" || str(in, "scaleSetEvictionPolicy") != "Delete" || dig(in, "spotMaxPrice").NumberValue() != *p.AKS.SpotMaxPrice {
 					t.Errorf("spot settings: %v %v %v", dig(in, "scaleSetPriority"), dig(in, "scaleSetEvictionPolicy"), dig(in, "spotMaxPrice"))
 				}
 			} else if !dig(in, "scaleSetPriority").IsNull() || !dig(in, "spotMaxPrice").IsNull() {
@@ -293,15 +296,15 @@ func TestProdStackUnderMocks(t *testing.T) {
 			if got := str(in, "gpuInstanceProfile"); got != p.MIGProfile {
 				t.Errorf("gpuInstanceProfile = %q, want %q", got, p.MIGProfile)
 			}
-			wantDisk := p.OSDiskSizeGB
+			wantDisk := p.AKS.OSDiskSizeGB
 			if wantDisk == 0 {
 				wantDisk = 256
 			}
 			if dig(in, "osDiskSizeGB").NumberValue() != float64(wantDisk) {
 				t.Errorf("osDiskSizeGB = %v, want %d", dig(in, "osDiskSizeGB"), wantDisk)
 			}
-			if got := dig(in, "availabilityZones").Mappable(); len(p.Zones) > 0 && !reflect.DeepEqual(got, toAny(p.Zones)) {
-				t.Errorf("zones = %v, want %v", got, p.Zones)
+			if got := dig(in, "availabilityZones").Mappable(); len(p.AKS.Zones) > 0 && !reflect.DeepEqual(got, toAny(p.AKS.Zones)) {
+				t.Errorf("zones = %v, want %v", got, p.AKS.Zones)
 			}
 			if !r.Protect {
 				t.Error("prod pools must be protected")

@@ -5,6 +5,8 @@
 package gpupool
 
 import (
+	"encoding/json"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,30 +34,50 @@ type Spec struct {
 	// Spot asks for spot capacity, evicted with Delete (AKS only).
 	// Default: false.
 	Spot bool `json:"spot,omitempty"`
-	// SpotMaxPrice is the most a spot node may cost, in USD/hour, only with
-	// spot (AKS only): -1 pays up to the on-demand price, or a price above
-	// 0.
-	// Default: -1.
-	SpotMaxPrice *float64 `json:"spotMaxPrice,omitempty"`
 	// MIGProfile splits each GPU with MIG: MIG1g, MIG2g, MIG3g, MIG4g or
 	// MIG7g, only on MIG-capable GPUs (A100, H100, H200).
 	MIGProfile catalog.MIGProfile `json:"migProfile,omitempty"`
-	// Zones are availability zones, "1", "2" or "3", no repeats (AKS only).
-	Zones []string `json:"zones,omitempty"`
-	// OSDiskSizeGB is the OS disk, 30 to 2048 GB: room for multi-GB
-	// inference images (AKS only; a bare-metal host's disk comes with its
-	// hardware profile).
-	// Default: 256.
-	OSDiskSizeGB int `json:"osDiskSizeGB,omitempty"`
 	// Labels are extra node labels. Keys the program or the platform own are
 	// refused: gpu.natron.cloud/, nvidia.com/, cluster-api/, *.x-k8s.io/,
 	// metal3.io/, kubernetes.azure.com/, *.kubernetes.io/, *.k8s.io/.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Options are the target's own keys of the pool, under the target's
+	// name (pools[i].aks): what only that target reads. The config decodes
+	// them into the target's type (Target.NewPoolOptions); nil when the
+	// pool sets none.
+	Options Options `json:"-"`
 	// TimeSlicing is how many pods share each GPU through the device
 	// plugin's time-slicing, 2 to 48 (the pool's nodes get their own device
 	// plugin config); not with migProfile.
 	// Default: 0, no sharing.
 	TimeSlicing int `json:"timeSlicing,omitempty"`
+}
+
+// Options are a target's own keys of a pool (pools[i].<target>), decoded
+// into and validated by the target.
+type Options interface {
+	// Target is the target the keys belong to: their key in the pool.
+	Target() catalog.Target
+}
+
+// MarshalJSON writes the pool as the stack file holds it: its options
+// under their target's key.
+func (s Spec) MarshalJSON() ([]byte, error) {
+	type plain Spec // without this method
+	b, err := json.Marshal(plain(s))
+	if err != nil || s.Options == nil || reflect.ValueOf(s.Options).IsNil() {
+		return b, err
+	}
+	opts, err := json.Marshal(s.Options)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m[string(s.Options.Target())] = opts
+	return json.Marshal(m)
 }
 
 // Limits of a pool, on every target.

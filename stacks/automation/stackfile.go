@@ -40,6 +40,6 @@ func LoadStack(ctx context.Context, projectDir, stack string, e Engine) (*config
 	if _, err := plan.Load(raw, stack); err != nil {
 		return nil, fmt.Errorf("stack %s: %w", stack, err)
 	}
-	cfg, _ := config.Decode(raw) // decodes cleanly: Load found no problem
+	cfg, _, _ := config.Decode(raw) // decodes cleanly: Load found no problem
 	return cfg, nil
 }

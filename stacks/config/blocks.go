@@ -32,6 +32,9 @@ type Block struct {
 	field func(c *Config) any
 	// into is where decoding writes, when field may be nil.
 	into func(c *Config) any
+	// decode replaces the generic decoding of a block whose items hold
+	// keys of a type only the target knows (the pools' target blocks).
+	decode func(c *Config, p *field.Path, data string) ([]string, field.ErrorList)
 	// Secret reports whether the block, as the config holds it, carries a
 	// secret value (the Automation API then writes it as a secret).
 	Secret func(c *Config) bool
@@ -105,7 +108,7 @@ func blocks() []Block {
 func componentBlocks() []Block {
 	return []Block{{
 		Key: "pools", Secret: never, field: func(c *Config) any { return &c.Pools },
-		validate: validatePools,
+		decode: decodePools, validate: validatePools,
 	}, Block{
 		Key: "platform", Secret: never, field: func(c *Config) any { return &c.Platform },
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {

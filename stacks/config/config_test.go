@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ func TestConfigMapRoundTrip(t *testing.T) {
 	if _, err := plan.Load(raw, "test"); err != nil {
 		t.Fatal(err)
 	}
-	cfg, errs := config.Decode(raw)
+	cfg, _, errs := config.Decode(raw)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -50,7 +51,7 @@ func TestConfigMapRoundTrip(t *testing.T) {
 			secret = append(secret, v.Key)
 		}
 	}
-	again, errs := config.Decode(back)
+	again, _, errs := config.Decode(back)
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -86,5 +87,39 @@ func TestPulumiYAMLDeclaresTheBlocks(t *testing.T) {
 	keys := slices.Sorted(slices.Values(config.Keys()))
 	if diff := cmp.Diff(keys, declared); diff != "" {
 		t.Errorf("Pulumi.yaml config keys differ from the block table (-table +Pulumi.yaml):\n%s", diff)
+	}
+}
+
+// A key that moved into the target's pool block is still read from the
+// pool's top level, into the block, with a warning naming both places;
+// written back, it is in the block.
+func TestPoolKeysMovedIntoTheTargetBlock(t *testing.T) {
+	t.Parallel()
+	c := stacktest.AKS()
+	pool := stacktest.Pool(c, 0)
+	delete(pool, "aks")
+	pool["zones"] = []any{"2", "3"}
+	pool["osDiskSizeGB"] = 512
+	cfg, warnings, errs := config.Decode(stacktest.Encode(t, c))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := []string{
+		"gpu-node-pools:pools[0].zones is deprecated: it moved to gpu-node-pools:pools[0].aks.zones, where it is read from now; move it there",
+		"gpu-node-pools:pools[0].osDiskSizeGB is deprecated: it moved to gpu-node-pools:pools[0].aks.osDiskSizeGB, where it is read from now; move it there",
+	}
+	if diff := cmp.Diff(want, warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	b, err := json.Marshal(cfg.Pools[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b); !strings.Contains(got, `"aks":{"zones":["2","3"],"osDiskSizeGB":512}`) || strings.Contains(got, `"zones":["2","3"],"osDiskSizeGB":512,`) {
+		t.Errorf("pool written back: %s, want the moved keys in its aks block", got)
+	}
+	// the other pool's block decoded as written, no warning for it
+	if b, _ := json.Marshal(cfg.Pools[1]); !strings.Contains(string(b), `"aks":{"spotMaxPrice":-1}`) {
+		t.Errorf("pool 1: %s", b)
 	}
 }

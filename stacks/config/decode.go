@@ -20,10 +20,10 @@ import (
 // and every value of the wrong type. raw maps a key without its namespace
 // to the value as Pulumi hands it to programs: strings as they are, objects
 // and lists as JSON. What fits is decoded even beside a problem, so that a
-// pool with a misspelled key keeps its name.
-func Decode(raw map[string]string) (*Config, field.ErrorList) {
-	c := &Config{}
-	var errs field.ErrorList
+// pool with a misspelled key keeps its name. warnings are keys still read
+// from where they used to be.
+func Decode(raw map[string]string) (c *Config, warnings []string, errs field.ErrorList) {
+	c = &Config{}
 	keys := Keys()
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		if !slices.Contains(keys, k) {
@@ -42,6 +42,11 @@ func Decode(raw map[string]string) (*Config, field.ErrorList) {
 		if b.Scalar || unset(v) {
 			continue
 		}
+		if b.decode != nil {
+			w, e := b.decode(c, p, v)
+			warnings, errs = append(warnings, w...), append(errs, e...)
+			continue
+		}
 		into := b.field
 		if b.into != nil {
 			if c.Target != b.Key && targetKnown {
@@ -53,7 +58,7 @@ func Decode(raw map[string]string) (*Config, field.ErrorList) {
 		}
 		errs = append(errs, decodeBlock(p, v, into(c))...)
 	}
-	return c, errs
+	return c, warnings, errs
 }
 
 // Validate checks each block's own rules. A block or list item that

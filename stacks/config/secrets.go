@@ -81,6 +81,13 @@ var keyPaths = func() []KeyPath {
 				walk(reflect.TypeOf(f), Key(b.Key), nil, "")
 			}
 		}
+		if b.Key == "pools" { // each target's own pool block (decodePools)
+			for _, t := range registry.All() {
+				if o := t.NewPoolOptions(); o != nil {
+					walk(reflect.TypeOf(o), Key(b.Key)+"[*]."+string(t.Name()), nil, "")
+				}
+			}
+		}
 	}
 	return out
 }()

@@ -102,8 +102,12 @@ func (p *Stack) Facts() []gpupool.Facts {
 // Pulumi hands them to programs) and resolves it for the stack. Every
 // problem comes back at once in a *ConfigError.
 func Load(raw map[string]string, stack string) (*Stack, error) {
-	cfg, decoded := config.Decode(raw)
-	return resolve(cfg, stack, decoded)
+	cfg, warnings, decoded := config.Decode(raw)
+	s, err := resolve(cfg, stack, decoded)
+	if s != nil {
+		s.Warnings = append(warnings, s.Warnings...)
+	}
+	return s, err
 }
 
 // Resolve validates a typed config (as the Automation API builds it) and

@@ -63,7 +63,7 @@ func checkLoad(t *testing.T, raw map[string]string) {
 	if len(p.Pools) == 0 {
 		t.Fatalf("accepted a config without pools: %q", raw)
 	}
-	cfg, _ := config.Decode(raw)
+	cfg, _, _ := config.Decode(raw)
 	if _, err := plan.Resolve(cfg, "fuzz"); err != nil {
 		t.Fatalf("Load accepted what Resolve rejects: %v", err)
 	}

@@ -74,15 +74,20 @@ func TestValidationRules(t *testing.T) {
 		{"maxNodes too large", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 0)["maxNodes"] = 1001 }, `gpu-node-pools:pools[0].maxNodes: must be <= 1000, got 1001`},
 		{"maxNodes missing", stacktest.AKS, func(c map[string]any) { delete(stacktest.Pool(c, 0), "maxNodes") }, `gpu-node-pools:pools[0].maxNodes: must be between 1 and 1000, got 0`},
 		// AKS-only keys
-		{"spot on bare metal", stacktest.Natron, func(c map[string]any) { stacktest.Pool(c, 0)["spot"] = true }, `gpu-node-pools:pools[0].spot: only on target aks`},
-		{"spotMaxPrice on bare metal", stacktest.Natron, func(c map[string]any) { stacktest.Pool(c, 0)["spotMaxPrice"] = 1.5 }, `gpu-node-pools:pools[0].spotMaxPrice: only on target aks, got 1.5`},
-		{"zones on bare metal", stacktest.Natron, func(c map[string]any) { stacktest.Pool(c, 0)["zones"] = []any{"1"} }, `gpu-node-pools:pools[0].zones: only on target aks, got ["1"]`},
-		{"osDiskSizeGB on bare metal", stacktest.Natron, func(c map[string]any) { stacktest.Pool(c, 0)["osDiskSizeGB"] = 200 }, `gpu-node-pools:pools[0].osDiskSizeGB: only on target aks`},
-		{"spotMaxPrice without spot", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 0)["spotMaxPrice"] = 0.5 }, `gpu-node-pools:pools[0].spotMaxPrice: only with spot: true, got 0.5`},
-		{"spotMaxPrice zero", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 1)["spotMaxPrice"] = 0 }, `gpu-node-pools:pools[1].spotMaxPrice: must be -1 (up to the on-demand price) or a price > 0`},
-		{"zone unknown", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 0)["zones"] = []any{"1", "4"} }, `gpu-node-pools:pools[0].zones[1]: must be one of 1, 2, 3, got "4"`},
-		{"zone repeated", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 0)["zones"] = []any{"2", "2"} }, `gpu-node-pools:pools[0].zones[1]: must not repeat a zone, got "2"`},
-		{"osDiskSizeGB too small", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 0)["osDiskSizeGB"] = 16 }, `gpu-node-pools:pools[0].osDiskSizeGB: must be between 30 and 2048, got 16`},
+		{"spot on bare metal", stacktest.Natron, func(c map[string]any) { stacktest.Pool(c, 0)["spot"] = true }, `gpu-node-pools:pools[0].spot: must be false on target natron`},
+		{"an aks block on bare metal", stacktest.Natron, func(c map[string]any) { stacktest.Pool(c, 0)["aks"] = map[string]any{"zones": []any{"1"}} }, `gpu-node-pools:pools[0].aks: only used when target is aks, got "natron"`},
+		{"spotMaxPrice on bare metal", stacktest.Natron, func(c map[string]any) { stacktest.Pool(c, 0)["spotMaxPrice"] = 1.5 }, `gpu-node-pools:pools[0].spotMaxPrice: only used when target is aks (gpu-node-pools:pools[0].aks.spotMaxPrice), got 1.5`},
+		{"zones on bare metal", stacktest.Natron, func(c map[string]any) { stacktest.Pool(c, 0)["zones"] = []any{"1"} }, `gpu-node-pools:pools[0].zones: only used when target is aks (gpu-node-pools:pools[0].aks.zones), got ["1"]`},
+		{"osDiskSizeGB on bare metal", stacktest.Natron, func(c map[string]any) { stacktest.Pool(c, 0)["osDiskSizeGB"] = 200 }, `gpu-node-pools:pools[0].osDiskSizeGB: only used when target is aks`},
+		{"spotMaxPrice without spot", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 0)["aks"] = map[string]any{"spotMaxPrice": 0.5} }, `gpu-node-pools:pools[0].aks.spotMaxPrice: only with spot: true, got 0.5`},
+		{"spotMaxPrice zero", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 1)["aks"] = map[string]any{"spotMaxPrice": 0} }, `gpu-node-pools:pools[1].aks.spotMaxPrice: must be -1 (up to the on-demand price) or a price > 0`},
+		{"zone unknown", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 0)["aks"] = map[string]any{"zones": []any{"1", "4"}} }, `gpu-node-pools:pools[0].aks.zones[1]: must be one of 1, 2, 3, got "4"`},
+		{"zone repeated", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 0)["aks"] = map[string]any{"zones": []any{"2", "2"}} }, `gpu-node-pools:pools[0].aks.zones[1]: must not repeat a zone, got "2"`},
+		{"osDiskSizeGB too small", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 0)["aks"] = map[string]any{"osDiskSizeGB": 16} }, `gpu-node-pools:pools[0].aks.osDiskSizeGB: must be between 30 and 2048, got 16`},
+		{"unknown key in the aks block", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 0)["aks"] = map[string]any{"zone": []any{"1"}} }, `gpu-node-pools:pools[0].aks.zone: unknown key`},
+		{"a moved key set twice", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 0)["zones"] = []any{"3"} },
+			`gpu-node-pools:pools[0].zones: set in both gpu-node-pools:pools[0].zones and gpu-node-pools:pools[0].aks.zones: keep gpu-node-pools:pools[0].aks.zones, got ["3"]`},
+		{"a moved key, still read, checked where it moved", stacktest.AKS, func(c map[string]any) { stacktest.Pool(c, 1)["osDiskSizeGB"] = 16 }, `gpu-node-pools:pools[1].aks.osDiskSizeGB: must be between 30 and 2048, got 16`},
 		// MIG
 		{"MIG on a GPU without MIG", stacktest.AKS, func(c map[string]any) {
 			stacktest.Pool(c, 0)["sku"] = "Standard_NC4as_T4_v3"
@@ -352,7 +357,7 @@ func TestAllProblemsAtOnce(t *testing.T) {
 // Secrets never print, even in a config dumped by mistake.
 func TestSecretsDoNotPrint(t *testing.T) {
 	t.Parallel()
-	cfg, errs := config.Decode(stacktest.Encode(t, stacktest.Natron()))
+	cfg, _, errs := config.Decode(stacktest.Encode(t, stacktest.Natron()))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

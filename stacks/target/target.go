@@ -36,6 +36,9 @@ type Target interface {
 	Prices() pricing.Table
 	// NewCluster is an empty config block to decode the target's block into.
 	NewCluster() Cluster
+	// NewPoolOptions is an empty pool block of the target's own keys
+	// (pools[i].<name>), or nil when its pools have none.
+	NewPoolOptions() gpupool.Options
 	// ValidatePool checks the pool keys only this target reads (or refuses).
 	ValidatePool(p *field.Path, s gpupool.Spec) field.ErrorList
 	// ValidatePlatform checks what the target refuses of the platform block.

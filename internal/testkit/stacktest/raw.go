@@ -17,8 +17,8 @@ func AKS() map[string]any {
 		"target": "aks",
 		"aks":    map[string]any{"resourceGroup": "rg-acme-prod", "clusterName": "aks-acme-prod"},
 		"pools": []any{
-			map[string]any{"name": "a100", "sku": "Standard_NC24ads_A100_v4", "minNodes": 0, "maxNodes": 4, "zones": []any{"1", "2"}},
-			map[string]any{"name": "h100spot", "sku": "Standard_NC40ads_H100_v5", "minNodes": 0, "maxNodes": 8, "spot": true, "spotMaxPrice": -1},
+			map[string]any{"name": "a100", "sku": "Standard_NC24ads_A100_v4", "minNodes": 0, "maxNodes": 4, "aks": map[string]any{"zones": []any{"1", "2"}}},
+			map[string]any{"name": "h100spot", "sku": "Standard_NC40ads_H100_v5", "minNodes": 0, "maxNodes": 8, "spot": true, "aks": map[string]any{"spotMaxPrice": -1}},
 		},
 	}
 }

@@ -23,7 +23,7 @@ func Config(t testing.TB, stack string) *config.Config {
 	if _, err := plan.Load(unqualified, stack); err != nil {
 		t.Fatal(err)
 	}
-	cfg, errs := config.Decode(unqualified)
+	cfg, _, errs := config.Decode(unqualified)
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}

@@ -22,8 +22,8 @@ var immutable = []string{
 // AgentPoolArgs maps a resolved pool to the agent pool's inputs. Pure:
 // same pool, same args.
 func AgentPoolArgs(cluster Cluster, pool gpupool.Resolved) *containerservice.AgentPoolArgs {
-	spec := pool.Spec
-	disk := spec.OSDiskSizeGB
+	spec, opts := pool.Spec, poolOptions(pool.Spec)
+	disk := opts.OSDiskSizeGB
 	if disk == 0 {
 		disk = DefaultOSDiskSizeGB
 	}
@@ -56,16 +56,16 @@ func AgentPoolArgs(cluster Cluster, pool gpupool.Resolved) *containerservice.Age
 		args.ScaleSetPriority = pulumi.String("Spot")
 		args.ScaleSetEvictionPolicy = pulumi.String("Delete")
 		price := -1.0 // pay up to the on-demand price, never evicted for price
-		if spec.SpotMaxPrice != nil {
-			price = *spec.SpotMaxPrice
+		if opts.SpotMaxPrice != nil {
+			price = *opts.SpotMaxPrice
 		}
 		args.SpotMaxPrice = pulumi.Float64(price)
 	}
 	if spec.MIGProfile != "" {
 		args.GpuInstanceProfile = pulumi.String(string(spec.MIGProfile))
 	}
-	if len(spec.Zones) > 0 {
-		args.AvailabilityZones = pulumi.ToStringArray(spec.Zones)
+	if len(opts.Zones) > 0 {
+		args.AvailabilityZones = pulumi.ToStringArray(opts.Zones)
 	}
 	return args
 }

@@ -41,7 +41,7 @@ func TestAgentPoolArgs(t *testing.T) {
 	}{
 		{
 			name: "on-demand A100 with zones and extra label",
-			spec: gpupool.Spec{Name: "a100", SKU: "Standard_NC24ads_A100_v4", MinNodes: 0, MaxNodes: 4, Zones: []string{"1", "2"}, Labels: map[string]string{"team": "ml"}},
+			spec: gpupool.Spec{Name: "a100", SKU: "Standard_NC24ads_A100_v4", MinNodes: 0, MaxNodes: 4, Options: &PoolOptions{Zones: []string{"1", "2"}}, Labels: map[string]string{"team": "ml"}},
 			want: func() *containerservice.AgentPoolArgs {
 				a := base("a100", "Standard_NC24ads_A100_v4", 0, 4, 256, pulumi.StringMap{
 					"gpu.natron.cloud/pool":      pulumi.String("a100"),
@@ -57,7 +57,7 @@ func TestAgentPoolArgs(t *testing.T) {
 		},
 		{
 			name: "spot H100 with a max price",
-			spec: gpupool.Spec{Name: "h100spot", SKU: "Standard_NC40ads_H100_v5", MinNodes: 1, MaxNodes: 8, Spot: true, SpotMaxPrice: &price},
+			spec: gpupool.Spec{Name: "h100spot", SKU: "Standard_NC40ads_H100_v5", MinNodes: 1, MaxNodes: 8, Spot: true, Options: &PoolOptions{SpotMaxPrice: &price}},
 			want: func() *containerservice.AgentPoolArgs {
 				a := base("h100spot", "Standard_NC40ads_H100_v5", 1, 8, 256, pulumi.StringMap{
 					"gpu.natron.cloud/pool":      pulumi.String("h100spot"),
@@ -91,7 +91,7 @@ func TestAgentPoolArgs(t *testing.T) {
 		},
 		{
 			name: "ND-series with MIG and a bigger disk",
-			spec: gpupool.Spec{Name: "nd96", SKU: "Standard_ND96amsr_A100_v4", MaxNodes: 2, MIGProfile: "MIG3g", OSDiskSizeGB: 512},
+			spec: gpupool.Spec{Name: "nd96", SKU: "Standard_ND96amsr_A100_v4", MaxNodes: 2, MIGProfile: "MIG3g", Options: &PoolOptions{OSDiskSizeGB: 512}},
 			want: func() *containerservice.AgentPoolArgs {
 				a := base("nd96", "Standard_ND96amsr_A100_v4", 0, 2, 512, pulumi.StringMap{
 					"gpu.natron.cloud/pool":      pulumi.String("nd96"),

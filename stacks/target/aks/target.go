@@ -58,31 +58,6 @@ const (
 
 var zones = []string{"1", "2", "3"}
 
-// ValidatePool checks the keys only AKS reads: spot, zones and the OS disk.
-func (Target) ValidatePool(p *field.Path, s gpupool.Spec) field.ErrorList {
-	var errs field.ErrorList
-	if s.SpotMaxPrice != nil {
-		switch price := *s.SpotMaxPrice; {
-		case !s.Spot:
-			errs = append(errs, fielderr.Invalid(p.Child("spotMaxPrice"), price, "only with spot: true"))
-		case price != -1 && price <= 0:
-			errs = append(errs, fielderr.Invalid(p.Child("spotMaxPrice"), price, "must be -1 (up to the on-demand price) or a price > 0 in US dollars per hour"))
-		}
-	}
-	seen := map[string]bool{}
-	for j, z := range s.Zones {
-		if !slices.Contains(zones, z) {
-			errs = append(errs, fielderr.NotSupported(p.Child("zones").Index(j), z, zones))
-		} else if seen[z] {
-			errs = append(errs, fielderr.Duplicate(p.Child("zones").Index(j), z, "must not repeat a zone"))
-		}
-		seen[z] = true
-	}
-	if s.OSDiskSizeGB != 0 && (s.OSDiskSizeGB < minDiskGB || s.OSDiskSizeGB > maxDiskGB) {
-		errs = append(errs, fielderr.Invalid(p.Child("osDiskSizeGB"), s.OSDiskSizeGB, "must be between %d and %d", minDiskGB, maxDiskGB))
-	}
-	return errs
-}
 
 // Cluster is the aks block. Required when target is aks: the customer's
 // existing AKS cluster, whose agent pools the GPU pools become.

@@ -48,20 +48,12 @@ func (Target) Defaults() target.Defaults {
 // ValidatePlatform: either GPU stack runs on bare metal.
 func (Target) ValidatePlatform(*field.Path, platform.Spec) field.ErrorList { return nil }
 
-// ValidatePool refuses the keys only AKS reads.
+// ValidatePool refuses spot: bare-metal hosts are not evicted. (Other
+// targets' pool blocks are refused when the config is decoded.)
 func (Target) ValidatePool(p *field.Path, s gpupool.Spec) field.ErrorList {
 	var errs field.ErrorList
 	if s.Spot {
-		errs = append(errs, fielderr.Forbidden(p.Child("spot"), s.Spot, "only on target aks (bare-metal hosts are not evicted)"))
-	}
-	if s.SpotMaxPrice != nil {
-		errs = append(errs, fielderr.Forbidden(p.Child("spotMaxPrice"), *s.SpotMaxPrice, "only on target aks"))
-	}
-	if len(s.Zones) > 0 {
-		errs = append(errs, fielderr.Forbidden(p.Child("zones"), s.Zones, "only on target aks"))
-	}
-	if s.OSDiskSizeGB != 0 {
-		errs = append(errs, fielderr.Forbidden(p.Child("osDiskSizeGB"), s.OSDiskSizeGB, "only on target aks (a bare-metal host's disk comes with its hardware profile)"))
+		errs = append(errs, fielderr.Forbidden(p.Child("spot"), s.Spot, "must be false on target natron: bare-metal hosts are not evicted (no spot capacity)"))
 	}
 	return errs
 }
@@ -199,6 +191,10 @@ func (Target) ManagementCluster() bool { return true }
 
 // SpotToleration is nil: bare metal has no spot capacity.
 func (Target) SpotToleration() *gpupool.Toleration { return nil }
+
+// NewPoolOptions is nil: a bare-metal pool has no keys of its own (a
+// host's disk and zone come with its hardware).
+func (Target) NewPoolOptions() gpupool.Options { return nil }
 
 // LabelDomains: Cluster API and Metal3 label the machines they manage
 // (cluster-api/accelerator, cluster.x-k8s.io/*, metal3.io/uuid).
