@@ -58,7 +58,6 @@ const (
 
 var zones = []string{"1", "2", "3"}
 
-
 // Cluster is the aks block. Required when target is aks: the customer's
 // existing AKS cluster, whose agent pools the GPU pools become.
 type Cluster struct {
