@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natron/gpu-node-pools/components/ollama"
+
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
@@ -46,10 +48,10 @@ func TestOllamaPodsPassTheStackPolicies(t *testing.T) {
 	} {
 		pool := pooltest.Resolved(t, natron.Target{}, spec).Facts
 		srv, _ := serving.NewOllamaServer(serving.ModelSpec{Name: "llama-" + spec.Name, Runtime: serving.Ollama, Source: "llama3.1:8b", Pool: spec.Name}, &pool, o, "nvidia")
-		if errs := serving.OllamaFit(nil, srv); len(errs) > 0 {
+		if errs := ollama.Fit(nil, srv); len(errs) > 0 {
 			t.Fatalf("llama3.1:8b does not fit %s: %v", spec.Name, errs)
 		}
-		rel := helm.Release{Name: srv.Release(), Chart: serving.OllamaChart, Values: serving.OllamaValues(srv)}
+		rel := helm.Release{Name: srv.Release(), Chart: serving.OllamaChart, Values: ollama.Values(srv, serving.OllamaPod)}
 		for _, obj := range helmtest.RenderRelease(t, charts, rel, o.Namespace) {
 			if obj["kind"] == "Deployment" {
 				obj["metadata"].(map[string]any)["namespace"] = o.Namespace
@@ -121,7 +123,7 @@ func checkLiveOllama(t *testing.T, srv *kubeapi.Server, model string) {
 	}
 	keyFrom := ""
 	for _, e := range proxy["env"].([]any) {
-		if e := e.(map[string]any); e["name"] == serving.ProxyKeyEnv {
+		if e := e.(map[string]any); e["name"] == ollama.ProxyKeyEnv {
 			keyFrom = fmt.Sprint(helmtest.Get(e, "valueFrom", "secretKeyRef", "name"))
 		}
 	}
@@ -141,8 +143,8 @@ func checkLiveOllama(t *testing.T, srv *kubeapi.Server, model string) {
 	if len(ports) != 1 {
 		t.Fatalf("Service %s has ports %v, want one", name, ports)
 	}
-	if got := helmtest.Get(ports[0], "targetPort"); fmt.Sprint(got) != fmt.Sprint(serving.ProxyPort) {
-		t.Errorf("Service %s targets %v, want the proxy's port %d", name, got, serving.ProxyPort)
+	if got := helmtest.Get(ports[0], "targetPort"); fmt.Sprint(got) != fmt.Sprint(ollama.ProxyPort) {
+		t.Errorf("Service %s targets %v, want the proxy's port %d", name, got, ollama.ProxyPort)
 	}
 	srv.Kubectl(t, "get", "persistentvolumeclaim", name, "-n", "models")
 	if cf := srv.Kubectl(t, "get", "configmap", name+"-proxy", "-n", "models", "-o", "jsonpath={.data.Caddyfile}"); !strings.Contains(cf, "OLLAMA_API_KEY") {

@@ -221,7 +221,7 @@ func NewJob(j BatchJobSpec, pool gpupool.Facts, runtimeClass string) Job {
 // CronJob runs a batch job off-peak on its pool, below serving in priority.
 func CronJob(ns string, j Job) map[string]any {
 	deadline, runtimeClass := j.DeadlineMinutes, j.RuntimeClass
-	tolerations, exprs := poolTolerations(j.Pool), poolMatchExpressions(j.Pool)
+	tolerations, exprs := j.Pool.TolerationValues(), poolMatchExpressions(j.Pool)
 	gpus := fmt.Sprint(j.GPUs)
 	podSC, containerSC := jobPodSecurity(j.Security)
 	container := map[string]any{

@@ -3,6 +3,8 @@ package serving
 import (
 	"fmt"
 
+	"github.com/natron/gpu-node-pools/components/ollama"
+
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -14,7 +16,7 @@ import (
 // serveOllama registers one Ollama model: its store, the proxy's
 // configuration, the chart (its Service pointed at the proxy), the
 // network policies and, with a hostname, the TLS ingress.
-func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Resolved, srv OllamaServer, child, inNS []pulumi.ResourceOption) (ModelEndpoint, error) {
+func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Resolved, srv ollama.Server, child, inNS []pulumi.ResourceOption) (ModelEndpoint, error) {
 	o := plan.Options
 	ns := o.Namespace
 	prefix := name + "-" + srv.Name
@@ -25,14 +27,14 @@ func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Resol
 	}
 	proxy, err := corev1.NewConfigMap(ctx, prefix+"-proxy", &corev1.ConfigMapArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(srv.Release() + "-proxy"), Namespace: pulumi.String(ns)},
-		Data:     pulumi.ToStringMap(ProxyConfig()),
+		Data:     pulumi.ToStringMap(ollama.ProxyConfig()),
 	}, inNS...)
 	if err != nil {
 		return ModelEndpoint{}, fmt.Errorf("proxy config: %w", err)
 	}
-	rel := helm.Release{Name: srv.Release(), Chart: o.Charts.Ollama, Dir: plan.ChartDir, Values: OllamaValues(srv)}
+	rel := helm.Release{Name: srv.Release(), Chart: o.Charts.Ollama, Dir: plan.ChartDir, Values: ollama.Values(srv, OllamaPod)}
 	if _, err := helm.Install(ctx, prefix, rel, ns, plan.SkipAwait,
-		append(inNS, pulumi.DependsOn([]pulumi.Resource{claim, proxy}), pulumi.Transforms([]pulumi.ResourceTransform{ThroughProxy}))...); err != nil {
+		append(inNS, pulumi.DependsOn([]pulumi.Resource{claim, proxy}), pulumi.Transforms([]pulumi.ResourceTransform{ollama.ThroughProxy}))...); err != nil {
 		return ModelEndpoint{}, fmt.Errorf("chart: %w", err)
 	}
 	for _, np := range []struct {
@@ -43,7 +45,7 @@ func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Resol
 			return ModelEndpoint{}, fmt.Errorf("network policy: %w", err)
 		}
 	}
-	ep := ModelEndpoint{Internal: OllamaEndpoint(ns, srv), Model: srv.Name, Sizing: srv.Sizing()}
+	ep := ModelEndpoint{Internal: ollama.Endpoint(ns, srv), Model: srv.Name, Sizing: srv.Sizing()}
 	if srv.Pool != nil {
 		ep.Pool = srv.Pool.Name
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natron/gpu-node-pools/components/ollama"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -25,34 +27,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
-
-func TestParseOllamaRef(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in, want, short, err string
-	}{
-		{in: "llama3.2:3b", want: "registry.ollama.ai/library/llama3.2:3b", short: "llama3.2:3b"},
-		{in: "llama3.1", want: "registry.ollama.ai/library/llama3.1:latest", short: "llama3.1:latest"},
-		{in: "acme/tuned:8b-q8_0", want: "registry.ollama.ai/acme/tuned:8b-q8_0", short: "registry.ollama.ai/acme/tuned:8b-q8_0"},
-		{in: "hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF:Q4_K_M", want: "hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF:Q4_K_M", short: "hf.co/bartowski/Llama-3.2-3B-Instruct-GGUF:Q4_K_M"},
-		{in: "a/b/c/d", err: "4 path parts"},
-		{in: "llama3:8b q4", err: "not an Ollama tag"},
-		{in: ":8b", err: "not an Ollama name"},
-		{in: "s3://models/llama", err: "is a URL"},
-	} {
-		r, err := serving.ParseOllamaRef(tc.in)
-		switch {
-		case tc.err != "":
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: error %v, want %q", tc.in, err, tc.err)
-			}
-		case err != nil:
-			t.Errorf("%q: %v", tc.in, err)
-		case r.String() != tc.want || r.Short() != tc.short:
-			t.Errorf("%q: %s / %s, want %s / %s", tc.in, r, r.Short(), tc.want, tc.short)
-		}
-	}
-}
 
 // The file sizes Ollama's library lists for its default tags (ollama.com/
 // library/<model>/tags, decimal GB) come out of the fit check's widths
@@ -136,7 +110,7 @@ func TestOllamaFit(t *testing.T) {
 			pool = &pp
 		}
 		srv, _ := serving.NewOllamaServer(serving.ModelSpec{Name: "m", Runtime: serving.Ollama, Source: tc.source, Pool: tc.pool, MaxModelLen: tc.maxModelLen}, pool, serving.Options{}, "nvidia")
-		t.Run(tc.name, func(t *testing.T) { fieldtest.Expect(t, serving.OllamaFit(p, srv), tc.want...) })
+		t.Run(tc.name, func(t *testing.T) { fieldtest.Expect(t, ollama.Fit(p, srv), tc.want...) })
 	}
 	// the numbers: llama3.1:8b at 4096 tokens is 4.58 GiB of file, 0.5 GiB
 	// of KV (32 layers × 8 KV heads × 128 × 2 × 2 bytes per token)
@@ -174,7 +148,7 @@ func TestOllamaValidate(t *testing.T) {
 	}
 }
 
-func ollamaServer(t *testing.T, pool string) serving.OllamaServer {
+func ollamaServer(t *testing.T, pool string) ollama.Server {
 	t.Helper()
 	var pp *gpupool.Facts
 	if pool != "" {
@@ -189,9 +163,9 @@ func ollamaServer(t *testing.T, pool string) serving.OllamaServer {
 	return srv
 }
 
-func renderOllama(t *testing.T, srv serving.OllamaServer) (pod, svc map[string]any) {
+func renderOllama(t *testing.T, srv ollama.Server) (pod, svc map[string]any) {
 	t.Helper()
-	rel := helm.Release{Name: srv.Release(), Chart: serving.OllamaChart, Values: serving.OllamaValues(srv)}
+	rel := helm.Release{Name: srv.Release(), Chart: serving.OllamaChart, Values: ollama.Values(srv, serving.OllamaPod)}
 	for _, o := range helmtest.RenderRelease(t, filepath.Join(pulumitest.SharedDir(t), "charts"), rel, "models") {
 		switch o["kind"] {
 		case "Deployment":
@@ -252,7 +226,7 @@ func TestOllamaChartRendersTheServer(t *testing.T) {
 			for _, e := range main["env"].([]any) {
 				env[e.(map[string]any)["name"].(string)] = e.(map[string]any)["value"]
 			}
-			for k, v := range map[string]any{"OLLAMA_CONTEXT_LENGTH": "8192", "OLLAMA_NUM_PARALLEL": "2", "HOME": serving.OllamaHome, "OLLAMA_KEEP_ALIVE": "-1"} {
+			for k, v := range map[string]any{"OLLAMA_CONTEXT_LENGTH": "8192", "OLLAMA_NUM_PARALLEL": "2", "HOME": ollama.Home, "OLLAMA_KEEP_ALIVE": "-1"} {
 				if env[k] != v {
 					t.Errorf("env %s=%v, want %v", k, env[k], v)
 				}
@@ -293,14 +267,14 @@ func TestOllamaChartRendersTheServer(t *testing.T) {
 			}
 			// the chart points its Service at Ollama; the transform sends it to the proxy
 			if get(svc, "spec", "ports").([]any)[0].(map[string]any)["targetPort"] != "http" {
-				t.Fatalf("the chart's Service changed: %v; check ThroughProxy", get(svc, "spec", "ports"))
+				t.Fatalf("the chart's Service changed: %v; check ollama.ThroughProxy", get(svc, "spec", "ports"))
 			}
-			res := serving.ThroughProxy(context.Background(), &pulumi.ResourceTransformArgs{Type: "kubernetes:core/v1:Service", Props: plain.Map(svc)})
+			res := ollama.ThroughProxy(context.Background(), &pulumi.ResourceTransformArgs{Type: "kubernetes:core/v1:Service", Props: plain.Map(svc)})
 			if res == nil {
 				t.Fatal("the transform leaves the Service on Ollama's port")
 			}
 			port := res.Props["spec"].(pulumi.Map)["ports"].(pulumi.Array)[0].(pulumi.Map)
-			if port["targetPort"] != pulumi.Int(serving.ProxyPort) || port["port"] == nil {
+			if port["targetPort"] != pulumi.Int(ollama.ProxyPort) || port["port"] == nil {
 				t.Errorf("Service port after the transform: %v", port)
 			}
 		})

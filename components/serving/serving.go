@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/natron/gpu-node-pools/components/ollama"
+
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
@@ -32,7 +34,7 @@ type Resolved struct {
 	Identity kube.WorkloadIdentity
 	Engines  []Engine
 	// Ollamas are the models Ollama serves.
-	Ollamas []OllamaServer
+	Ollamas []ollama.Server
 	Jobs    []Job
 	// ChartDir holds chart archives instead of the Helm repositories.
 	ChartDir string

@@ -79,7 +79,7 @@ func VLLMValues(e Engine) map[string]any {
 	budget := fit.StartupBudgetSeconds(e.Weights(), e.BandwidthMBps)
 	tp := e.TensorParallel
 	hostMemGi := int(math.Max(16, math.Ceil(1.2*e.Weights()))) // weights pass through host memory while loading
-	tolerations, selector := poolTolerations(e.Pool), poolMatchExpressions(e.Pool)
+	tolerations, selector := e.Pool.TolerationValues(), poolMatchExpressions(e.Pool)
 	vllm := map[string]any{
 		"tensorParallelSize":   tp,
 		"maxModelLen":          e.MaxModelLen,
@@ -181,15 +181,6 @@ func EngineServiceMonitor(ns string, e Engine) map[string]any {
 	return monitoring.ServiceMonitor("model-"+e.Name, ns, e.ServiceMonitorLabels,
 		map[string]string{"app.kubernetes.io/instance": Release(e.Name), "app.kubernetes.io/component": "serving-engine"},
 		"service-port", "15s")
-}
-
-// poolTolerations are a pool's tolerations as plain pod-spec data.
-func poolTolerations(p gpupool.Facts) []any {
-	out := make([]any, len(p.Tolerations))
-	for i, t := range p.Tolerations {
-		out[i] = map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect}
-	}
-	return out
 }
 
 // poolMatchExpressions pin a pod to a pool (node affinity), in the form the

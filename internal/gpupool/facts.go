@@ -157,3 +157,13 @@ func SelectedPool(selector map[string]string, pools []Facts) (string, bool) {
 	}
 	return "", false
 }
+
+// TolerationValues are the pool's tolerations as a pod spec (or a chart's
+// values) holds them.
+func (p Facts) TolerationValues() []any {
+	out := make([]any, len(p.Tolerations))
+	for i, t := range p.Tolerations {
+		out[i] = map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect}
+	}
+	return out
+}

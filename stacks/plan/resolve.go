@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/natron/gpu-node-pools/components/ollama"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/components/backup"
@@ -287,10 +289,10 @@ func (r *resolver) resolveOllama(ip *field.Path, m serving.ModelSpec, p *Stack, 
 	}
 	srv, sized := serving.NewOllamaServer(m, pool, sp.Options, p.Platform.RuntimeClass())
 	if !sized {
-		r.add(serving.OllamaSizeProblem(ip, m.Source))
+		r.add(ollama.SizeProblem(ip, m.Source))
 		return
 	}
-	r.add(serving.OllamaFit(ip, srv)...)
+	r.add(ollama.Fit(ip, srv)...)
 	sp.Ollamas = append(sp.Ollamas, srv)
 }
 

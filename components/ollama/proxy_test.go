@@ -1,4 +1,4 @@
-package serving_test
+package ollama_test
 
 import (
 	"fmt"
@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/natron/gpu-node-pools/components/ollama"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/headers"
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
-
-	"github.com/natron/gpu-node-pools/components/serving"
 )
 
 // upstream stands in for Ollama: it records what reaches it.
@@ -51,7 +51,7 @@ func (u *upstream) requests() []*http.Request {
 // the pod's Secret would give it.
 func startProxy(t *testing.T, up http.Handler, key string) string {
 	t.Helper()
-	t.Setenv(serving.ProxyKeyEnv, key)
+	t.Setenv(ollama.ProxyKeyEnv, key)
 	backend := httptest.NewServer(up)
 	t.Cleanup(backend.Close)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -60,7 +60,7 @@ func startProxy(t *testing.T, up http.Handler, key string) string {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	file := serving.ProxyCaddyfile(port, strings.TrimPrefix(backend.URL, "http://"))
+	file := ollama.ProxyCaddyfile(port, strings.TrimPrefix(backend.URL, "http://"))
 	cfg, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(file), nil)
 	if err != nil {
 		t.Fatalf("Caddy refuses the Caddyfile: %v\n%s", err, file)
