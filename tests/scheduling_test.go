@@ -135,7 +135,7 @@ func gpuDaemonSets(t *testing.T, p *plan.Stack) (gpu, other []map[string]any) {
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
 	ns := p.Platform.Namespace
 	other = append(other, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns, "labels": kube.AnyMap(platform.NamespaceLabels())}})
-	for _, rel := range platform.Releases(p.Platform, p.Facts()) {
+	for _, rel := range platform.Releases(p.Platform, p.Facts(), p.Charts) {
 		for _, o := range helmtest.RenderRelease(t, charts, rel, ns) {
 			switch o["kind"] {
 			case "ClusterPolicy":
@@ -182,7 +182,7 @@ func daemonSet(ns, name string, selector map[string]any, tolerations any) map[st
 func devicePlugin(p *plan.Stack) nodesim.DevicePlugin {
 	var d nodesim.DevicePlugin
 	str := func(v any) string { s, _ := v.(string); return s }
-	for _, rel := range platform.Releases(p.Platform, p.Facts()) {
+	for _, rel := range platform.Releases(p.Platform, p.Facts(), p.Charts) {
 		v := rel.Values
 		switch rel.Chart.Name {
 		case platform.GPUOperatorChart.Name:

@@ -341,7 +341,7 @@ func Credentials(accessKey, secretKey string) string {
 // Job to upgrade CRDs: Helm installs them from the chart's crds/.
 //
 // identity is the Velero server's workload identity (zero: none).
-func Release(s Spec, chartDir string, identity kube.WorkloadIdentity) helm.Release {
+func Release(s Spec, src helm.Source, identity kube.WorkloadIdentity) helm.Release {
 	container := podsecurity.ContainerContext(true)
 	values := map[string]any{
 		"upgradeCRDs":              false,
@@ -375,5 +375,5 @@ func Release(s Spec, chartDir string, identity kube.WorkloadIdentity) helm.Relea
 			}}
 		}
 	}
-	return helm.Release{Name: "velero", Chart: s.Chart, Dir: chartDir, Values: helm.Merge(values, s.Values)}
+	return src.Release("velero", s.Chart, helm.Merge(values, s.Values))
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/testkit/fieldtest"
@@ -184,7 +185,7 @@ func TestVeleroChartRenders(t *testing.T) {
 		t.Run(loc.Provider, func(t *testing.T) {
 			t.Parallel()
 			s := backup.Spec{Enabled: true, Install: true, Location: loc}.Defaults()
-			objs := helmtest.RenderRelease(t, charts, backup.Release(s, charts, identity(loc.ClientID)), s.Namespace)
+			objs := helmtest.RenderRelease(t, charts, backup.Release(s, helm.Source{Dir: charts}, identity(loc.ClientID)), s.Namespace)
 			var deployments int
 			for _, o := range objs {
 				switch o["kind"] {

@@ -28,13 +28,11 @@ type Args struct {
 	// up (the weight caches').
 	SkipClasses []string
 	// Identity is the Velero server's workload identity (zero: none).
-	Identity  kube.WorkloadIdentity
-	ChartDir  string
-	SkipAwait bool
-	// Rendering leaves the credentials Secret out of the files (it is
-	// named in ExternalSecrets instead).
-	Rendering bool
-	Workload  *kubernetes.Provider
+	Identity kube.WorkloadIdentity
+	// Source is the stack's chart source; rendering, the credentials
+	// Secret is left out of the files (named in ExternalSecrets instead).
+	Source   helm.Source
+	Workload *kubernetes.Provider
 }
 
 // Backups are the Velero objects of a stack.
@@ -67,8 +65,8 @@ func NewBackups(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Res
 		if err != nil {
 			return fail("namespace", err)
 		}
-		r := Release(s, args.ChartDir, args.Identity)
-		chart, err := helm.Install(ctx, name+"-"+r.Name, r, s.Namespace, args.SkipAwait, append(child, pulumi.DependsOn([]pulumi.Resource{ns}))...)
+		r := Release(s, args.Source, args.Identity)
+		chart, err := helm.Install(ctx, name+"-"+r.Name, r, s.Namespace, args.Source, append(child, pulumi.DependsOn([]pulumi.Resource{ns}))...)
 		if err != nil {
 			return fail("chart", err)
 		}
@@ -79,7 +77,7 @@ func NewBackups(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.Res
 		file := pulumi.All(s.Location.AccessKey.Output(), s.Location.SecretKey.Output()).ApplyT(func(v []any) string {
 			return Credentials(v[0].(string), v[1].(string))
 		}).(pulumi.StringOutput)
-		_, ext, err := secret.Place(ctx, name+"-credentials", s.Namespace, CredentialsName, "", pulumi.StringMap{CredentialsKey: file}, args.Rendering, after...)
+		_, ext, err := secret.Place(ctx, name+"-credentials", s.Namespace, CredentialsName, "", pulumi.StringMap{CredentialsKey: file}, args.Source.Rendering, after...)
 		if err != nil {
 			return fail("credentials", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
@@ -28,7 +29,7 @@ func TestBackupsRegister(t *testing.T) {
 				return err
 			}
 			b, err := backup.NewBackups(ctx, "backup", &backup.Args{Spec: backup.Spec{Enabled: true, Install: true, Location: loc}.Defaults(),
-				Namespaces: []string{"models"}, SkipClasses: []string{"cephfs"}, Rendering: rendering, Workload: prov})
+				Namespaces: []string{"models"}, SkipClasses: []string{"cephfs"}, Source: helm.Source{Rendering: rendering}, Workload: prov})
 			if err != nil {
 				return err
 			}

@@ -18,12 +18,11 @@ const LogCollectorType = "gpu-node-pools:logging:LogCollector"
 // Args configure the log collector.
 type Args struct {
 	// Spec is the defaulted logging block, with install set.
-	Spec     Spec
-	Pools    []gpupool.Facts
-	ChartDir string
-	// SkipAwait applies the chart without waiting for its pods.
-	SkipAwait bool
-	Workload  *kubernetes.Provider
+	Spec  Spec
+	Pools []gpupool.Facts
+	// Source is the stack's chart source.
+	Source   helm.Source
+	Workload *kubernetes.Provider
 }
 
 // LogCollector is Grafana Alloy on every node of the pools.
@@ -48,8 +47,8 @@ func NewLogCollector(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 	if err != nil {
 		return nil, fmt.Errorf("log collector %s: namespace: %w", name, err)
 	}
-	r := Release(args.Spec, args.Pools, args.ChartDir)
-	if _, err := helm.Install(ctx, name+"-"+r.Name, r, args.Spec.Namespace, args.SkipAwait,
+	r := Release(args.Spec, args.Pools, args.Source)
+	if _, err := helm.Install(ctx, name+"-"+r.Name, r, args.Spec.Namespace, args.Source,
 		append(child, pulumi.DependsOn([]pulumi.Resource{ns}))...); err != nil {
 		return nil, fmt.Errorf("log collector %s: chart: %w", name, err)
 	}

@@ -137,7 +137,7 @@ loki.write "default" {
 // Release is the Alloy chart's release: a DaemonSet that tolerates the
 // pools' taints, restricted (non-root, read-only root, a scratch volume
 // for its storage path), with requests and limits, on the node's name.
-func Release(s Spec, pools []gpupool.Facts, chartDir string) helm.Release {
+func Release(s Spec, pools []gpupool.Facts, src helm.Source) helm.Release {
 	tolerations := make([]any, 0)
 	for _, t := range Tolerations(pools) {
 		tolerations = append(tolerations, map[string]any{"key": t.Key, "operator": t.Operator, "value": t.Value, "effect": t.Effect})
@@ -173,5 +173,5 @@ func Release(s Spec, pools []gpupool.Facts, chartDir string) helm.Release {
 			},
 		},
 	}
-	return helm.Release{Name: "alloy", Chart: s.Chart, Dir: chartDir, Values: helm.Merge(values, s.Values)}
+	return src.Release("alloy", s.Chart, helm.Merge(values, s.Values))
 }

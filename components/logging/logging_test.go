@@ -10,6 +10,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
@@ -47,7 +48,7 @@ func TestAlloyChartRenders(t *testing.T) {
 	t.Parallel()
 	s := logging.Spec{Install: true, LokiURL: "http://loki-gateway.loki.svc/loki/api/v1/push"}.Defaults()
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
-	objs := helmtest.RenderRelease(t, charts, logging.Release(s, pools(t), charts), s.Namespace)
+	objs := helmtest.RenderRelease(t, charts, logging.Release(s, pools(t), helm.Source{Dir: charts}), s.Namespace)
 	var ds, cm, role map[string]any
 	for _, o := range objs {
 		switch o["kind"] {

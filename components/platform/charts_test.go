@@ -91,7 +91,7 @@ func checkGPUDaemonSet(t *testing.T, ds map[string]any, spot bool, mainContainer
 func TestDevicePluginChartOnProd(t *testing.T) {
 	t.Parallel()
 	spec, pools := aksLayer(t)
-	objs := render(t, releaseOf(t, platform.Releases(spec, pools), "nvidia-device-plugin"))
+	objs := render(t, releaseOf(t, platform.Releases(spec, pools, helm.Source{}), "nvidia-device-plugin"))
 	dss := ofKind(objs, "DaemonSet")
 	if len(dss) == 0 {
 		t.Fatal("no DaemonSet rendered")
@@ -157,7 +157,7 @@ func TestDevicePluginChartOnProd(t *testing.T) {
 func TestDCGMExporterChartOnProd(t *testing.T) {
 	t.Parallel()
 	spec, pools := aksLayer(t)
-	objs := render(t, releaseOf(t, platform.Releases(spec, pools), "dcgm-exporter"))
+	objs := render(t, releaseOf(t, platform.Releases(spec, pools, helm.Source{}), "dcgm-exporter"))
 	dss := ofKind(objs, "DaemonSet")
 	if len(dss) != 1 {
 		t.Fatalf("want 1 DaemonSet, got %d", len(dss))
@@ -222,7 +222,7 @@ func TestGPUOperatorChartOnDev(t *testing.T) {
 	if spec.GPUStack != platform.GPUOperator {
 		t.Fatalf("bare metal defaults to the GPU operator, got %s", spec.GPUStack)
 	}
-	objs := render(t, releaseOf(t, platform.Releases(spec, pools), "gpu-operator"))
+	objs := render(t, releaseOf(t, platform.Releases(spec, pools, helm.Source{}), "gpu-operator"))
 	cps := ofKind(objs, "ClusterPolicy")
 	if len(cps) != 1 {
 		t.Fatalf("want 1 ClusterPolicy, got %d", len(cps))
@@ -303,7 +303,7 @@ func TestGPUOperatorWithExistingNFD(t *testing.T) {
 	t.Parallel()
 	_, pools := bareMetalLayer(t)
 	spec := platform.Spec{NFD: platform.NFDExisting}.Defaults(platform.GPUOperator)
-	for _, o := range render(t, releaseOf(t, platform.Releases(spec, pools), "gpu-operator")) {
+	for _, o := range render(t, releaseOf(t, platform.Releases(spec, pools, helm.Source{}), "gpu-operator")) {
 		if strings.Contains(toJSON(get(o, "metadata", "labels")), "node-feature-discovery") {
 			t.Fatalf("node-feature-discovery rendered (%v %v) though the cluster runs its own", o["kind"], get(o, "metadata", "name"))
 		}

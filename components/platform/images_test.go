@@ -9,6 +9,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 )
 
@@ -50,7 +51,7 @@ func TestChartImagesArePulled(t *testing.T) {
 		spec  platform.Spec
 		pools []gpupool.Facts
 	}{{aks, aksPools}, {metal, metalPools}} {
-		for _, r := range platform.Releases(layer.spec, layer.pools) {
+		for _, r := range platform.Releases(layer.spec, layer.pools, helm.Source{}) {
 			objs := render(t, r)
 			pulled := append(helmtest.PodImages(objs), operandImages(objs)...)
 			if len(pulled) == 0 {

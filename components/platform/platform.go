@@ -24,6 +24,8 @@ type Args struct {
 	Spec Spec
 	// Pools are the facts of every GPU pool of the stack.
 	Pools []gpupool.Facts
+	// Source is the stack's chart source.
+	Source helm.Source
 	// Workload is the provider of the cluster the GPUs join.
 	Workload *kubernetes.Provider
 }
@@ -36,8 +38,9 @@ type GPUPlatform struct {
 	Namespace pulumi.StringOutput
 }
 
-// Releases are the Helm releases of a defaulted spec, with their values.
-func Releases(s Spec, pools []gpupool.Facts) []helm.Release {
+// Releases are the Helm releases of a defaulted spec, with their values,
+// from the stack's chart source.
+func Releases(s Spec, pools []gpupool.Facts, src helm.Source) []helm.Release {
 	values := map[string]func(Spec, []gpupool.Facts) map[string]any{
 		GPUOperatorChart.Name:  GPUOperatorValues,
 		DevicePluginChart.Name: DevicePluginValues,
@@ -45,7 +48,7 @@ func Releases(s Spec, pools []gpupool.Facts) []helm.Release {
 	}
 	var out []helm.Release
 	for _, c := range s.Installed() {
-		out = append(out, helm.Release{Name: c.Name, Chart: c, Dir: s.ChartDir, Values: values[c.Name](s, pools)})
+		out = append(out, src.Release(c.Name, c, values[c.Name](s, pools)))
 	}
 	return out
 }
@@ -76,8 +79,8 @@ func NewGPUPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi
 	}
 	inNS := append(child, pulumi.DependsOn([]pulumi.Resource{ns}))
 
-	for _, r := range Releases(s, args.Pools) {
-		if _, err := helm.Install(ctx, name+"-"+r.Name, r, s.Namespace, s.SkipAwait, inNS...); err != nil {
+	for _, r := range Releases(s, args.Pools, args.Source) {
+		if _, err := helm.Install(ctx, name+"-"+r.Name, r, s.Namespace, args.Source, inNS...); err != nil {
 			return nil, fmt.Errorf("gpu platform %s: chart %s: %w", name, r.Name, err)
 		}
 	}

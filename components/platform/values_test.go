@@ -114,13 +114,13 @@ func TestReleasesFollowTheGPUStack(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff([]string{"nvidia-device-plugin@0.20.0", "dcgm-exporter@4.8.2"}, names(Releases(Spec{}.Defaults(DevicePlugin), nil))); diff != "" {
+	if diff := cmp.Diff([]string{"nvidia-device-plugin@0.20.0", "dcgm-exporter@4.8.2"}, names(Releases(Spec{}.Defaults(DevicePlugin), nil, helm.Source{}))); diff != "" {
 		t.Errorf("AKS releases: %s", diff)
 	}
-	if diff := cmp.Diff([]string{"gpu-operator@v26.7.0"}, names(Releases(Spec{}.Defaults(GPUOperator), nil))); diff != "" {
+	if diff := cmp.Diff([]string{"gpu-operator@v26.7.0"}, names(Releases(Spec{}.Defaults(GPUOperator), nil, helm.Source{}))); diff != "" {
 		t.Errorf("bare-metal releases: %s", diff)
 	}
-	local := Releases(Spec{ChartDir: "/charts"}.Defaults(DevicePlugin), nil)[1]
+	local := Releases(Spec{}.Defaults(DevicePlugin), nil, helm.Source{Dir: "/charts"})[1]
 	if got := local.Chart.Archive(local.Dir); got != "/charts/dcgm-exporter-4.8.2.tgz" {
 		t.Errorf("local chart archive = %s", got)
 	}

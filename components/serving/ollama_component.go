@@ -32,8 +32,8 @@ func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Resol
 	if err != nil {
 		return ModelEndpoint{}, fmt.Errorf("proxy config: %w", err)
 	}
-	rel := helm.Release{Name: srv.Release(), Chart: o.Charts.Ollama, Dir: plan.ChartDir, Values: ollama.Values(srv, OllamaPod)}
-	if _, err := helm.Install(ctx, prefix, rel, ns, plan.SkipAwait,
+	rel := plan.Source.Release(srv.Release(), o.Charts.Ollama, ollama.Values(srv, OllamaPod))
+	if _, err := helm.Install(ctx, prefix, rel, ns, plan.Source,
 		append(inNS, pulumi.DependsOn([]pulumi.Resource{claim, proxy}), pulumi.Transforms([]pulumi.ResourceTransform{ollama.ThroughProxy}))...); err != nil {
 		return ModelEndpoint{}, fmt.Errorf("chart: %w", err)
 	}
@@ -51,7 +51,7 @@ func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Resol
 	}
 	if srv.Hostname != "" {
 		ing := OllamaIngress(ns, srv, o)
-		if plan.SkipAwait {
+		if plan.Source.SkipAwait {
 			ing["metadata"].(map[string]any)["annotations"].(map[string]any)["pulumi.com/skipAwait"] = "true"
 		}
 		if _, err := plain.Object(ctx, prefix+"-ingress", ing, inNS...); err != nil {

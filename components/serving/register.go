@@ -97,7 +97,7 @@ func (r *registrar) registerSecrets() error {
 		if !sec.needed {
 			continue
 		}
-		_, ext, err := secret.Place(r.ctx, r.name+sec.resource, r.ns, sec.name, "", sec.data(), r.plan.Rendering, r.inNS...)
+		_, ext, err := secret.Place(r.ctx, r.name+sec.resource, r.ns, sec.name, "", sec.data(), r.plan.Source.Rendering, r.inNS...)
 		if err != nil {
 			return fmt.Errorf("secret %s: %w", sec.name, err)
 		}
@@ -151,15 +151,15 @@ func (r *registrar) registerKEDA() error {
 		return nil
 	}
 	o := r.plan.Options
-	rel := helm.Release{Name: "keda", Chart: o.Charts.KEDA, Dir: r.plan.ChartDir, Values: map[string]any{}}
-	k, err := helm.Install(r.ctx, r.name+"-keda", rel, KEDANamespace, r.plan.SkipAwait, r.after(r.namespaces[podsecurity.KEDA])...)
+	rel := r.plan.Source.Release("keda", o.Charts.KEDA, map[string]any{})
+	k, err := helm.Install(r.ctx, r.name+"-keda", rel, KEDANamespace, r.plan.Source, r.after(r.namespaces[podsecurity.KEDA])...)
 	if err != nil {
 		return fmt.Errorf("keda: %w", err)
 	}
 	r.keda = append(r.keda, k)
 	if r.plan.InstallsHTTPAddOn() {
-		rel := helm.Release{Name: "keda-add-ons-http", Chart: o.Charts.HTTPAddOn, Dir: r.plan.ChartDir, Values: HTTPAddOnValues()}
-		h, err := helm.Install(r.ctx, r.name+"-keda-http", rel, KEDANamespace, r.plan.SkipAwait, r.after(k)...)
+		rel := r.plan.Source.Release("keda-add-ons-http", o.Charts.HTTPAddOn, HTTPAddOnValues())
+		h, err := helm.Install(r.ctx, r.name+"-keda-http", rel, KEDANamespace, r.plan.Source, r.after(k)...)
 		if err != nil {
 			return fmt.Errorf("keda http add-on: %w", err)
 		}

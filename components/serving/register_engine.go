@@ -53,8 +53,8 @@ func (r *registrar) registerCache(m Engine) (pulumi.Resource, error) {
 // registerEngine: the vllm-stack chart of one model, whose replicas KEDA
 // owns.
 func (r *registrar) registerEngine(m Engine, claim pulumi.Resource) (pulumi.Resource, error) {
-	rel := helm.Release{Name: Release(m.Name), Chart: r.plan.Options.Charts.VLLMStack, Dir: r.plan.ChartDir, Values: VLLMValues(m)}
-	chart, err := helm.Install(r.ctx, r.name+"-"+m.Name, rel, r.ns, r.plan.SkipAwait,
+	rel := r.plan.Source.Release(Release(m.Name), r.plan.Options.Charts.VLLMStack, VLLMValues(m))
+	chart, err := helm.Install(r.ctx, r.name+"-"+m.Name, rel, r.ns, r.plan.Source,
 		append(r.after(r.namespaces[podsecurity.Serving], claim), pulumi.Transforms([]pulumi.ResourceTransform{LeaveReplicasToKEDA}))...)
 	if err != nil {
 		return nil, fmt.Errorf("vllm-stack %s: %w", m.Name, err)
@@ -96,7 +96,7 @@ func (r *registrar) registerExposure(m Engine) (ModelEndpoint, error) {
 		return ep, nil
 	}
 	ing := Ingress(r.ns, m, o)
-	if r.plan.SkipAwait {
+	if r.plan.Source.SkipAwait {
 		// the address comes from the ingress controller, later
 		ing["metadata"].(map[string]any)["annotations"].(map[string]any)["pulumi.com/skipAwait"] = "true"
 	}

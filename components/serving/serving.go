@@ -36,16 +36,12 @@ type Resolved struct {
 	// Ollamas are the models Ollama serves.
 	Ollamas []ollama.Server
 	Jobs    []Job
-	// ChartDir holds chart archives instead of the Helm repositories.
-	ChartDir string
-	// SkipAwait applies charts without waiting for their pods.
-	SkipAwait bool
+	// Source is the stack's chart source. Rendering, Secrets with secret
+	// values are not written (they would land in the files in plain
+	// text); ExternalSecrets names what to provide.
+	Source helm.Source
 	// PodSecurity are the levels the namespaces enforce, by role.
 	PodSecurity podsecurity.Spec
-	// Rendering is set when the provider writes YAML instead of applying:
-	// Secrets with secret values are then not written (they would land in
-	// the files in plain text); ExternalSecrets names what to provide.
-	Rendering bool
 }
 
 // InstallsKEDA is whether the program installs KEDA: for models, unless the
@@ -53,7 +49,7 @@ type Resolved struct {
 // v1.20, which the KEDA chart refuses: GitOps installs bring KEDA through
 // their pipeline.
 func (p Resolved) InstallsKEDA() bool {
-	return p.Options.InstallKEDA != nil && *p.Options.InstallKEDA && len(p.Engines) > 0 && !p.Rendering
+	return p.Options.InstallKEDA != nil && *p.Options.InstallKEDA && len(p.Engines) > 0 && !p.Source.Rendering
 }
 
 // InstallsHTTPAddOn is whether KEDA's HTTP add-on comes with it: for

@@ -222,7 +222,7 @@ func cnpgMetrics(t *testing.T) map[string]map[string]bool {
 			Usage string `json:"usage"`
 		} `json:"metrics"`
 	}
-	for _, o := range helmtest.RenderRelease(t, charts, vectordb.OperatorRelease(charts), vectordb.OperatorNamespace) {
+	for _, o := range helmtest.RenderRelease(t, charts, vectordb.OperatorRelease(helm.Source{Dir: charts}), vectordb.OperatorNamespace) {
 		if o["kind"] == "ConfigMap" && helmtest.Get(o, "data", "queries") != nil {
 			if err := yaml.Unmarshal([]byte(helmtest.Get(o, "data", "queries").(string)), &queries); err != nil {
 				t.Fatal(err)

@@ -28,13 +28,11 @@ type Args struct {
 	ServingNamespace, PrometheusNamespace string
 	MonitorLabels, RuleLabels             map[string]string
 	// Store takes pgvector's backups (nil without).
-	Store     *Store
-	ChartDir  string
-	SkipAwait bool
-	// Rendering leaves Secrets with secret values out of the files; they
-	// are named in ExternalSecrets.
-	Rendering bool
-	Workload  *kubernetes.Provider
+	Store *Store
+	// Source is the stack's chart source; rendering, Secrets with secret
+	// values are left out of the files (named in ExternalSecrets).
+	Source   helm.Source
+	Workload *kubernetes.Provider
 }
 
 // Endpoint is how a client reaches one database.
@@ -100,12 +98,12 @@ func secretType(s Spec) string {
 
 // OperatorRelease is CloudNativePG's operator chart: restricted, with
 // resources, on CPU nodes, its CRDs from the chart.
-func OperatorRelease(chartDir string) helm.Release {
-	return helm.Release{Name: "cnpg", Chart: OperatorChart, Dir: chartDir, Values: map[string]any{
+func OperatorRelease(src helm.Source) helm.Release {
+	return src.Release("cnpg", OperatorChart, map[string]any{
 		"resources": map[string]any{
 			"requests": map[string]any{"cpu": "100m", "memory": "200Mi"},
 			"limits":   map[string]any{"memory": "512Mi"},
 		},
 		"affinity": map[string]any{"nodeAffinity": CPUOnly()},
-	}}
+	})
 }

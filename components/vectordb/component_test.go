@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
@@ -35,7 +36,7 @@ func TestVectorDBsRegister(t *testing.T) {
 			}
 			v, err := vectordb.NewVectorDBs(ctx, "vectordb", &vectordb.Args{Specs: specs, InstallOperator: !rendering, OperatorNamespace: "cnpg-system",
 				ServingNamespace: "models", PrometheusNamespace: "monitoring", RuleLabels: map[string]string{"release": "kube-prometheus-stack"},
-				Store: store, Rendering: rendering, Workload: prov})
+				Store: store, Source: helm.Source{Rendering: rendering}, Workload: prov})
 			if err != nil {
 				return err
 			}

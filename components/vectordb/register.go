@@ -70,8 +70,8 @@ func (r *dbRegistrar) registerOperator() error {
 	if err != nil {
 		return fmt.Errorf("operator namespace: %w", err)
 	}
-	rel := OperatorRelease(r.args.ChartDir)
-	chart, err := helm.Install(r.ctx, r.name+"-"+rel.Name, rel, r.args.OperatorNamespace, r.args.SkipAwait, r.after(ns)...)
+	rel := OperatorRelease(r.args.Source)
+	chart, err := helm.Install(r.ctx, r.name+"-"+rel.Name, rel, r.args.OperatorNamespace, r.args.Source, r.after(ns)...)
 	if err != nil {
 		return fmt.Errorf("operator chart: %w", err)
 	}
@@ -94,8 +94,8 @@ func (r *dbRegistrar) registerDatabase(s Spec) (pulumi.StringOutput, error) {
 	}
 	after := r.after(append(append([]pulumi.Resource{r.namespaces[s.Namespace]}, r.operator...), secretDeps...)...)
 	if s.Kind == Qdrant {
-		rel := helm.Release{Name: QdrantRelease(s.Name), Chart: QdrantChart, Dir: r.args.ChartDir, Values: QdrantValues(s)}
-		if _, err := helm.Install(r.ctx, r.name+"-"+rel.Name, rel, s.Namespace, r.args.SkipAwait, after...); err != nil {
+		rel := r.args.Source.Release(QdrantRelease(s.Name), QdrantChart, QdrantValues(s))
+		if _, err := helm.Install(r.ctx, r.name+"-"+rel.Name, rel, s.Namespace, r.args.Source, after...); err != nil {
 			return value, fmt.Errorf("%s chart: %w", s.Name, err)
 		}
 	} else if err := r.registerPGVector(s, inNS, after); err != nil {
@@ -128,7 +128,7 @@ func (r *dbRegistrar) registerCredentials(s Spec, value pulumi.StringOutput, inN
 	}
 	var deps []pulumi.Resource
 	for _, ns := range append([]string{s.Namespace, r.args.ServingNamespace}, s.Clients...) {
-		sec, ext, err := secret.Place(r.ctx, r.name+"-"+s.Name+"-credentials-"+ns, ns, CredentialsSecret(s.Name), secretType(s), data, r.args.Rendering, inNS...)
+		sec, ext, err := secret.Place(r.ctx, r.name+"-"+s.Name+"-credentials-"+ns, ns, CredentialsSecret(s.Name), secretType(s), data, r.args.Source.Rendering, inNS...)
 		if err != nil {
 			return nil, fmt.Errorf("%s credentials in %s: %w", s.Name, ns, err)
 		}
@@ -151,7 +151,7 @@ func (r *dbRegistrar) registerPGVector(s Spec, inNS, after []pulumi.ResourceOpti
 		store = &st
 		if st.Endpoint != "" {
 			_, ext, err := secret.Place(r.ctx, r.name+"-"+s.Name+"-backup-store", s.Namespace, BackupSecret(s.Name), "",
-				pulumi.StringMap{AccessKeyKey: st.AccessKey.Output(), SecretKeyKey: st.SecretKey.Output()}, r.args.Rendering, inNS...)
+				pulumi.StringMap{AccessKeyKey: st.AccessKey.Output(), SecretKeyKey: st.SecretKey.Output()}, r.args.Source.Rendering, inNS...)
 			if err != nil {
 				return fmt.Errorf("%s backup store keys: %w", s.Name, err)
 			}

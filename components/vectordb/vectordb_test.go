@@ -188,7 +188,7 @@ func TestQdrantChartRenders(t *testing.T) {
 func TestOperatorChartRenders(t *testing.T) {
 	t.Parallel()
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
-	objs := helmtest.RenderRelease(t, charts, vectordb.OperatorRelease(charts), vectordb.OperatorNamespace)
+	objs := helmtest.RenderRelease(t, charts, vectordb.OperatorRelease(helm.Source{Dir: charts}), vectordb.OperatorNamespace)
 	var deployments, clusterCRD int
 	for _, o := range objs {
 		switch o["kind"] {

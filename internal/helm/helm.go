@@ -169,9 +169,28 @@ func Merge(base, extra map[string]any) map[string]any {
 	return out
 }
 
+// Source is where a stack's charts come from and how they are applied:
+// one for the whole stack, decided when its plan is made.
+type Source struct {
+	// Dir holds chart archives (<chart>-<version>.tgz) used instead of the
+	// Helm repositories ("": the repositories).
+	Dir string
+	// SkipAwait applies charts without waiting for their workloads.
+	SkipAwait bool
+	// Rendering is set when the providers write YAML instead of applying:
+	// Secrets with secret values are then left out of the files, and
+	// charts that need a cluster to render come through the pipeline.
+	Rendering bool
+}
+
+// Release is chart c released as name, from this source.
+func (s Source) Release(name string, c Chart, values map[string]any) Release {
+	return Release{Name: name, Chart: c, Dir: s.Dir, Values: values}
+}
+
 // Install registers a release as a Helm v4 Chart resource: the one way the
 // components install a chart, so every chart is applied alike (its source,
 // its null overrides, skip-await).
-func Install(ctx *pulumi.Context, resource string, r Release, namespace string, skipAwait bool, opts ...pulumi.ResourceOption) (*helmv4.Chart, error) {
-	return helmv4.NewChart(ctx, resource, r.Args(namespace, skipAwait), opts...)
+func Install(ctx *pulumi.Context, resource string, r Release, namespace string, src Source, opts ...pulumi.ResourceOption) (*helmv4.Chart, error) {
+	return helmv4.NewChart(ctx, resource, r.Args(namespace, src.SkipAwait), opts...)
 }

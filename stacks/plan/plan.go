@@ -16,6 +16,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/pricing"
 	"github.com/natron/gpu-node-pools/stacks/config"
@@ -37,9 +38,12 @@ type Stack struct {
 	Protect bool
 	// Pools are the pools in config order, with node shapes and facts.
 	Pools []gpupool.Resolved
-	// Platform is the defaulted platform layer, its chart directory
-	// resolved.
+	// Platform is the defaulted platform layer.
 	Platform platform.Spec
+	// Charts is where every chart of the stack comes from and how it is
+	// applied: platform.chartDir (else ChartDirEnv), platform.skipAwait,
+	// and whether the stack renders.
+	Charts helm.Source
 	// Serving is model serving and batch work; nil without either.
 	Serving *serving.Resolved
 	// ServingOptions are the defaulted serving block, with or without

@@ -62,7 +62,7 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack,
 	p.Pools = r.resolvePools(t)
 
 	p.Platform = cfg.Platform.Defaults(d.GPUStack)
-	p.Platform.ChartDir = cmp.Or(p.Platform.ChartDir, os.Getenv(ChartDirEnv))
+	p.Charts = helm.Source{Dir: cmp.Or(cfg.Platform.ChartDir, os.Getenv(ChartDirEnv)), SkipAwait: cfg.Platform.SkipAwait, Rendering: cfg.RenderDir != ""}
 	if !r.reported(key("platform").Child("gpuStack")) {
 		r.add(platform.CheckNFD(key("platform").Child("nfd"), p.Platform.GPUStack, cfg.Platform.NFD)...)
 	}
@@ -225,7 +225,7 @@ func (r *resolver) resolveServing(p *Stack, o serving.Options) *serving.Resolved
 	}
 	runtime := p.Platform.RuntimeClass()
 	sp := &serving.Resolved{Options: o, Storage: cfg.Storage, PodSecurity: cfg.PodSecurity,
-		ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != ""}
+		Source: p.Charts}
 	r.checkEgress(o)
 	for i, m := range cfg.Models {
 		ip := key("models").Index(i)
@@ -398,7 +398,7 @@ func charts(p *Stack) []helm.Chart {
 // checkChartDir fails early, naming each missing archive, rather than in
 // the middle of an up.
 func (r *resolver) checkChartDir(p *Stack) {
-	dir := p.Platform.ChartDir
+	dir := p.Charts.Dir
 	if dir == "" {
 		return
 	}

@@ -108,7 +108,7 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Stack, workload, toGitOps *kub
 	if err != nil {
 		return err
 	}
-	gpu, err := platform.NewGPUPlatform(ctx, "gpu", &platform.Args{Spec: p.Platform, Pools: p.Facts(), Workload: workload})
+	gpu, err := platform.NewGPUPlatform(ctx, "gpu", &platform.Args{Spec: p.Platform, Pools: p.Facts(), Source: p.Charts, Workload: workload})
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Stack, workload, toGitOps *kub
 	}
 	if p.Logging.Install {
 		if _, err := logging.NewLogCollector(ctx, "logging", &logging.Args{Spec: p.Logging, Pools: p.Facts(),
-			ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Workload: workload}); err != nil {
+			Source: p.Charts, Workload: workload}); err != nil {
 			return err
 		}
 	}
@@ -144,7 +144,7 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Stack, workload, toGitOps *kub
 	}
 	if p.Backup.Enabled {
 		b, err := backup.NewBackups(ctx, "backup", &backup.Args{Spec: p.Backup, Namespaces: p.BackupNamespaces, SkipClasses: p.BackupSkipClasses, Identity: p.BackupIdentity,
-			ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != "", Workload: workload})
+			Source: p.Charts, Workload: workload})
 		if err != nil {
 			return err
 		}
@@ -192,7 +192,7 @@ func deployVectorDBs(ctx *pulumi.Context, p *plan.Stack, workload *kubernetes.Pr
 	v, err := vectordb.NewVectorDBs(ctx, "vectordb", &vectordb.Args{Specs: p.VectorDBs, InstallOperator: o.InstallCloudNativePG && p.RenderDir == "",
 		OperatorNamespace: o.CloudNativePGNamespace, ServingNamespace: o.Namespace, PrometheusNamespace: o.PrometheusNamespace, Store: p.VectorStore,
 		MonitorLabels: p.Platform.Monitoring.ServiceMonitorLabels, RuleLabels: p.Platform.Monitoring.RuleLabels,
-		ChartDir: p.Platform.ChartDir, SkipAwait: p.Platform.SkipAwait, Rendering: p.RenderDir != "", Workload: workload}, pulumi.DependsOn(after))
+		Source: p.Charts, Workload: workload}, pulumi.DependsOn(after))
 	if err != nil {
 		return nil, err
 	}
