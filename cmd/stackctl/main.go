@@ -287,7 +287,7 @@ func gitopsTarget(args []string, dir string, stdout io.Writer) error {
 	}
 	vars := map[string]string{"GITOPS_REPO": "", "GITOPS_REVISION": "", "GITOPS_PATH": "", "GITOPS_RENDER_DIR": ""}
 	if g := r.Plan.GitOps; g != nil {
-		vars["GITOPS_REPO"], vars["GITOPS_REVISION"], vars["GITOPS_PATH"], vars["GITOPS_RENDER_DIR"] = g.RepoURL, g.TargetRevision, g.Path, r.Plan.RenderDir
+		vars["GITOPS_REPO"], vars["GITOPS_REVISION"], vars["GITOPS_PATH"], vars["GITOPS_RENDER_DIR"] = g.Spec.RepoURL, g.Spec.TargetRevision, g.Spec.Path, r.Plan.RenderDir
 	}
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		fmt.Fprintf(stdout, "%s=%s\n", k, shellQuote(vars[k]))

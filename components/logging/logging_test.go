@@ -15,14 +15,13 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
-	"github.com/natron/gpu-node-pools/stacks/target/aks"
 )
 
 func pools(t *testing.T) []gpupool.Facts {
 	t.Helper()
 	return []gpupool.Facts{
-		pooltest.Resolved(t, aks.Target{}, gpupool.Spec{Name: "a100", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2}).Facts,
-		pooltest.Resolved(t, aks.Target{}, gpupool.Spec{Name: "spot", SKU: "Standard_NC40ads_H100_v5", MaxNodes: 2, Spot: true}).Facts,
+		pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: "a100", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2}).Facts,
+		pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: "spot", SKU: "Standard_NC40ads_H100_v5", MaxNodes: 2, Spot: true}).Facts,
 	}
 }
 

@@ -9,8 +9,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
-	"github.com/natron/gpu-node-pools/stacks/target/aks"
-	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // A model named from the catalog gets every other value from it and its
@@ -24,9 +22,9 @@ func TestWithDefaults(t *testing.T) {
 		}
 		return &m
 	}
-	h100x8 := pooltest.Pool(t, natron.Target{}, "h100-80gb-x8", 2, "")
-	a100x1 := pooltest.Pool(t, aks.Target{}, "Standard_NC24ads_A100_v4", 4, "")
-	nvl2 := pooltest.Pool(t, aks.Target{}, "Standard_NC80adis_H100_v5", 2, "")
+	h100x8 := pooltest.Pool(t, pooltest.Natron, "h100-80gb-x8", 2, "")
+	a100x1 := pooltest.Pool(t, pooltest.AKS, "Standard_NC24ads_A100_v4", 4, "")
+	nvl2 := pooltest.Pool(t, pooltest.AKS, "Standard_NC80adis_H100_v5", 2, "")
 	type want struct {
 		params                             float64
 		quantization, dtype                string

@@ -8,7 +8,6 @@ import (
 
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
-	"github.com/natron/gpu-node-pools/stacks/target/aks"
 )
 
 func TestChartOverride(t *testing.T) {
@@ -33,7 +32,7 @@ func TestTimeSlicedReplicasAllStart(t *testing.T) {
 	for _, shares := range []int{1, 2, 4, 7} {
 		p := pooltest.TimeSliced(t, shares)
 		if shares == 1 {
-			p = pooltest.Pool(t, aks.Target{}, "Standard_NC24ads_A100_v4", 2, "")
+			p = pooltest.Pool(t, pooltest.AKS, "Standard_NC24ads_A100_v4", 2, "")
 		}
 		e := Engine{Model: fit.Model{Name: "m", ParametersB: 1, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: shares}, Pool: p}
 		if misfits := fit.Fit(field.NewPath("m"), e.Model, p); len(misfits) != 0 {

@@ -25,7 +25,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
-	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // The file sizes Ollama's library lists for its default tags (ollama.com/
@@ -76,7 +75,7 @@ func TestOllamaWeightsAgainstTheLibrary(t *testing.T) {
 func ollamaPools(t *testing.T) map[string]gpupool.Facts {
 	t.Helper()
 	out := map[string]gpupool.Facts{}
-	for _, p := range pooltest.Facts(t, natron.Target{},
+	for _, p := range pooltest.Facts(t, pooltest.Natron,
 		gpupool.Spec{Name: "slices", SKU: "a100-80gb-x8", MaxNodes: 1, MIGProfile: "MIG1g"},
 		gpupool.Spec{Name: "shared", SKU: "a100-80gb-x4", MaxNodes: 1, TimeSlicing: 4},
 		gpupool.Spec{Name: "whole", SKU: "h100-80gb-x8", MaxNodes: 1}) {

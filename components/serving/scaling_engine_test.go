@@ -17,7 +17,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
-	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // kedaScale is what KEDA does with a model's ScaledObject triggers in one
@@ -108,7 +107,7 @@ func queueDepth(t *testing.T, model, series string) promql.Vector {
 // without traffic; scale-out stays on queue depth.
 func TestScaleFromZero(t *testing.T) {
 	t.Parallel()
-	pool := pooltest.Resolved(t, natron.Target{}, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
+	pool := pooltest.Resolved(t, pooltest.Natron, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
 	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
 	m := serving.ModelSpec{Name: "llama3-8b", Pool: "infer", Source: "s3://m/l", ParametersB: 8, Dtype: "bfloat16", TensorParallel: 1,
 		MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(0), MaxReplicas: 6, QueueDepthTarget: 5}
@@ -162,7 +161,7 @@ vllm:num_requests_waiting{model_name="other",pod="c"} 100x20`, m.Name)
 // it routes by the Host header, so every name a client uses must be listed.
 func TestWakeRouteHoldsTheFirstRequest(t *testing.T) {
 	t.Parallel()
-	pool := pooltest.Resolved(t, natron.Target{}, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
+	pool := pooltest.Resolved(t, pooltest.Natron, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
 	m := serving.ModelSpec{Name: "llama3-70b", Pool: "infer", Source: "s3://m/l", ParametersB: 70, Dtype: "bfloat16", TensorParallel: 2,
 		MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(0), MaxReplicas: 2, QueueDepthTarget: 5, Hostname: "llama.acme.example"}
 	e := serving.NewEngine(m, pool, serving.Options{}.Defaults("cephfs", serving.Cilium), nil, "nvidia")

@@ -11,7 +11,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
-	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // Where vLLM v0.11.0 writes, relative to HOME or absolute, from its
@@ -27,7 +26,7 @@ func TestEngineRunsRestrictedAndWritesOnlyToScratch(t *testing.T) {
 	t.Parallel()
 	m := serving.ModelSpec{Name: "llama3-8b", Pool: "infer", Source: "s3://models/llama3-8b", ParametersB: 8, Dtype: "bfloat16",
 		TensorParallel: 2, MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(1), MaxReplicas: 2, QueueDepthTarget: 5}
-	pool := pooltest.Resolved(t, natron.Target{}, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
+	pool := pooltest.Resolved(t, pooltest.Natron, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
 	e := serving.NewEngine(m, pool, serving.Options{}.Defaults("cephfs", serving.Cilium), nil, "nvidia")
 	var pod map[string]any
 	for _, o := range renderEngine(t, e) {

@@ -19,8 +19,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
-	"github.com/natron/gpu-node-pools/stacks/target/aks"
-	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 var get = helmtest.Get
@@ -37,7 +35,7 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 		ParametersB: 70, Dtype: "bfloat16", TensorParallel: 4, MaxModelLen: 8192, GPUMemoryUtilization: 0.9,
 		MinReplicas: new(1), MaxReplicas: 4, QueueDepthTarget: 3, Hostname: "llama70b.acme.example",
 	}
-	pool := pooltest.Resolved(t, aks.Target{}, gpupool.Spec{Name: m.Pool, SKU: "Standard_ND96isr_H100_v5", MaxNodes: 2}).Facts
+	pool := pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: m.Pool, SKU: "Standard_ND96isr_H100_v5", MaxNodes: 2}).Facts
 	o := serving.Options{}.Defaults("azurefile-csi-premium", serving.Cilium)
 	e := serving.NewEngine(m, pool, o, map[string]string{"release": "kube-prometheus-stack"}, "")
 	if misfits := fit.Fit(nil, e.Model, pool); len(misfits) != 0 {
@@ -214,7 +212,7 @@ func TestHTTPAddOnServices(t *testing.T) {
 // at zero replicas, else the model's cold-start budget.
 func TestEngineDeploymentLeavesScalingToKEDA(t *testing.T) {
 	t.Parallel()
-	pool := pooltest.Resolved(t, natron.Target{}, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
+	pool := pooltest.Resolved(t, pooltest.Natron, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
 	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
 	for _, minReplicas := range []int{0, 2} {
 		t.Run(fmt.Sprint("min", minReplicas), func(t *testing.T) {

@@ -11,8 +11,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
-	"github.com/natron/gpu-node-pools/stacks/target/aks"
-	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // vllmFlag is one option of `vllm serve` as vLLM v0.11.0 (the pinned image,
@@ -108,8 +106,8 @@ func parseVLLMServe(cmd []string) (map[string]string, error) {
 // means and none that switch a vLLM default off.
 func TestVLLMParsesTheEngineCommand(t *testing.T) {
 	t.Parallel()
-	h100 := pooltest.Resolved(t, natron.Target{}, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
-	sliced := pooltest.Resolved(t, aks.Target{}, gpupool.Spec{Name: "shared", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: 2}).Facts
+	h100 := pooltest.Resolved(t, pooltest.Natron, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
+	sliced := pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: "shared", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: 2}).Facts
 	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
 	type want struct{ dtype, quantization, util string }
 	var cases []struct {

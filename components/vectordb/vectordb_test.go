@@ -17,7 +17,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
-	"github.com/natron/gpu-node-pools/stacks/target/aks"
 )
 
 func path() *field.Path { return field.NewPath("vectorDBs").Index(0) }
@@ -63,7 +62,7 @@ func TestEstimateMatchesQdrantsExample(t *testing.T) {
 // pool; one that picks CPU nodes is fine.
 func TestCheckNodes(t *testing.T) {
 	t.Parallel()
-	pool := pooltest.Resolved(t, aks.Target{}, gpupool.Spec{Name: "a100", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2}).Facts
+	pool := pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: "a100", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2}).Facts
 	gpu := vectordb.Spec{Name: "rag", Size: "10Gi", NodeSelector: map[string]string{}}
 	for k, v := range pool.NodeSelector {
 		gpu.NodeSelector[k] = v

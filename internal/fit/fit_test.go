@@ -11,7 +11,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
-	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 func TestWeights(t *testing.T) {
@@ -54,10 +53,10 @@ func with(m Model, f func(*Model)) Model { f(&m); return m }
 func TestFit(t *testing.T) {
 	t.Parallel()
 	h100x8 := func(maxNodes int) gpupool.Facts {
-		return pooltest.Pool(t, natron.Target{}, "h100-80gb-x8", maxNodes, "")
+		return pooltest.Pool(t, pooltest.Natron, "h100-80gb-x8", maxNodes, "")
 	}
-	a100x1 := pooltest.Pool(t, aks.Target{}, "Standard_NC24ads_A100_v4", 4, "")
-	nvl2 := pooltest.Pool(t, aks.Target{}, "Standard_NC80adis_H100_v5", 2, "")
+	a100x1 := pooltest.Pool(t, pooltest.AKS, "Standard_NC24ads_A100_v4", 4, "")
+	nvl2 := pooltest.Pool(t, pooltest.AKS, "Standard_NC80adis_H100_v5", 2, "")
 	azure := aks.Sizes.SKUs()
 	tests := []struct {
 		name   string
@@ -91,20 +90,20 @@ func TestFit(t *testing.T) {
 		{"fp8 needs FP8 compute: not on an A100", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "fp8" }), a100x1, nil, "quantization",
 			"fp8 needs compute capability 8.9 or newer, the pool's NVIDIA A100 80GB PCIe has 8.0; vLLM would fall back"},
 		{"awq on a T4", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "awq" }),
-			pooltest.Pool(t, aks.Target{}, "Standard_NC4as_T4_v3", 1, ""), nil, "", ""},
+			pooltest.Pool(t, pooltest.AKS, "Standard_NC4as_T4_v3", 1, ""), nil, "", ""},
 		{"awq not on a V100", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "awq" }),
-			pooltest.Pool(t, aks.Target{}, "Standard_NC6s_v3", 1, ""), nil, "quantization", "awq needs compute capability 7.5 or newer"},
+			pooltest.Pool(t, pooltest.AKS, "Standard_NC6s_v3", 1, ""), nil, "quantization", "awq needs compute capability 7.5 or newer"},
 		{"no tensor parallelism over MIG slices", known(t, "mistral-7b", 2),
-			pooltest.Pool(t, natron.Target{}, "a100-80gb-x8", 1, "MIG3g"), nil, "tensorParallel", "must be 1 on pool infer, where each GPU resource is a MIG slice (3g.40gb): a CUDA process sees one MIG device"},
+			pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG3g"), nil, "tensorParallel", "must be 1 on pool infer, where each GPU resource is a MIG slice (3g.40gb): a CUDA process sees one MIG device"},
 		{"no tensor parallelism over time-sliced shares", known(t, "llama-3.2-1b", 2),
 			pooltest.TimeSliced(t, 4), nil, "tensorParallel", "a time-sliced share (4 per GPU): two shares may be the same physical GPU"},
 		{"MIG slice memory counts", known(t, "mistral-7b", 1),
-			pooltest.Pool(t, natron.Target{}, "a100-80gb-x8", 1, "MIG1g"), nil, "tensorParallel", "tensorParallel 1 on pool infer gives 1 × 9 GiB × gpuMemoryUtilization 0.90 = 8 GiB"},
-		{"a 1B model on a MIG 1g slice", known(t, "llama-3.2-1b", 1), pooltest.Pool(t, natron.Target{}, "a100-80gb-x8", 1, "MIG1g"), nil, "", ""},
+			pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "tensorParallel", "tensorParallel 1 on pool infer gives 1 × 9 GiB × gpuMemoryUtilization 0.90 = 8 GiB"},
+		{"a 1B model on a MIG 1g slice", known(t, "llama-3.2-1b", 1), pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "", ""},
 		{"no room for CUDA graphs above the budget", with(known(t, "llama-3.2-1b", 1), func(m *Model) { m.GPUMemoryUtilization = 0.98 }),
-			pooltest.Pool(t, natron.Target{}, "a100-80gb-x8", 1, "MIG1g"), nil, "gpuMemoryUtilization", "leaves 0.18 GiB of each GPU above vLLM's budget"},
+			pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "gpuMemoryUtilization", "leaves 0.18 GiB of each GPU above vLLM's budget"},
 		{"a model given by size only: the nearest catalog shape", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1, MaxModelLen: 65536},
-			pooltest.Pool(t, aks.Target{}, "Standard_NV36ads_A10_v5", 1, ""), nil, "maxModelLen", "8.0 GiB of KV cache"},
+			pooltest.Pool(t, pooltest.AKS, "Standard_NV36ads_A10_v5", 1, ""), nil, "maxModelLen", "8.0 GiB of KV cache"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

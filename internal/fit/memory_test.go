@@ -7,8 +7,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
-	"github.com/natron/gpu-node-pools/stacks/target/aks"
-	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
@@ -24,8 +22,8 @@ func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 // non_torch_memory 3.58 GiB per GPU, which leaves 58.97 GiB.
 func TestMemoryAgainstVLLMLogs(t *testing.T) {
 	t.Parallel()
-	a100 := pooltest.Pool(t, aks.Target{}, "Standard_NC24ads_A100_v4", 1, "")
-	h100 := pooltest.Pool(t, natron.Target{}, "h100-80gb-x8", 1, "")
+	a100 := pooltest.Pool(t, pooltest.AKS, "Standard_NC24ads_A100_v4", 1, "")
+	h100 := pooltest.Pool(t, pooltest.Natron, "h100-80gb-x8", 1, "")
 	llama8b := known(t, "llama-3.1-8b", 1)
 	for _, tc := range []struct {
 		name                         string
@@ -91,11 +89,11 @@ func kaitoGPUs(weightsGiB float64, bytesPerToken, context int, gpuGiB float64, g
 // case where they part, each side's verdict is pinned with its reason.
 func TestFitAgreesWithKAITO(t *testing.T) {
 	t.Parallel()
-	a10 := pooltest.Pool(t, aks.Target{}, "Standard_NV36ads_A10_v5", 1, "")
-	a100 := pooltest.Pool(t, aks.Target{}, "Standard_NC24ads_A100_v4", 1, "")
-	h100nvl := pooltest.Pool(t, aks.Target{}, "Standard_NC40ads_H100_v5", 1, "")
-	mig1g := pooltest.Pool(t, natron.Target{}, "a100-80gb-x8", 1, "MIG1g")
-	mig3g := pooltest.Pool(t, natron.Target{}, "a100-80gb-x8", 1, "MIG3g")
+	a10 := pooltest.Pool(t, pooltest.AKS, "Standard_NV36ads_A10_v5", 1, "")
+	a100 := pooltest.Pool(t, pooltest.AKS, "Standard_NC24ads_A100_v4", 1, "")
+	h100nvl := pooltest.Pool(t, pooltest.AKS, "Standard_NC40ads_H100_v5", 1, "")
+	mig1g := pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG1g")
+	mig3g := pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG3g")
 	falcon := models.Shape{Layers: 32, AttentionHeads: 71, KVHeads: 1, HeadDim: 64, HiddenSize: 4544}     // 8,192 bytes per token (MQA)
 	qwenCoder := models.Shape{Layers: 40, AttentionHeads: 40, KVHeads: 8, HeadDim: 128, HiddenSize: 5120} // KAITO's test value: 163,840
 	plain := models.Shape{Layers: 32, AttentionHeads: 32, KVHeads: 8, HeadDim: 128, HiddenSize: 4096}

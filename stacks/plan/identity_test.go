@@ -26,7 +26,7 @@ func TestVeleroGetsTheTargetsWorkloadIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	values := backup.Release(p.Backup, p.Charts, p.BackupIdentity).Values
+	values := backup.Release(p.Backup.Spec, p.Charts, p.Backup.Identity).Values
 	want := map[string]any{
 		"podLabels":      map[string]any{"azure.workload.identity/use": "true"},
 		"serviceAccount": map[string]any{"server": map[string]any{"annotations": map[string]any{"azure.workload.identity/client-id": id}}},

@@ -8,16 +8,11 @@ package plan
 import (
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/backup"
-	"github.com/natron/gpu-node-pools/components/gitops"
-	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
-	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
-	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/pricing"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/target"
@@ -65,26 +60,16 @@ type Stack struct {
 	// Costs are each pool's monthly cost, by pool name; a pool without a
 	// price on record has a nil Cost and the reason.
 	Costs map[string]Cost
-	// Logging is the defaulted logging block; LogTolerations what a log
-	// collector needs to run on every node of the pools.
-	Logging        logging.Spec
+	// LogTolerations are what a log collector needs to run on every node
+	// of the pools (the program's or the cluster's own).
 	LogTolerations []gpupool.Toleration
-	// Backup is the defaulted backup block; BackupNamespaces the
-	// namespaces its Schedule covers and BackupSkipClasses the storage
-	// classes it never backs up (the weight caches').
-	Backup backup.Spec
-	// GitOps is the defaulted gitops block (nil without one), and
-	// GitOpsPrefix the start of its objects' names.
-	GitOps       *gitops.Spec
-	GitOpsPrefix string
-	// VectorDBs are the defaulted vector databases; VectorStore where the
-	// pgvector backups go (the storage block; nil without one).
-	VectorDBs         []vectordb.Spec
-	VectorStore       *vectordb.Store
-	BackupNamespaces  []string
-	BackupSkipClasses []string
-	// BackupIdentity is the Velero server's workload identity (zero: none).
-	BackupIdentity kube.WorkloadIdentity
+	// The add-ons, each nil when the stack has none: the log collector
+	// the stack installs, the vector databases, the backups and the
+	// GitOps delivery (Parts lists them with the rest).
+	Logging   *LoggingPart
+	VectorDBs *VectorDBsPart
+	Backup    *BackupPart
+	GitOps    *GitOpsPart
 }
 
 // Cost is one pool's monthly cost, or why there is none.

@@ -125,15 +125,15 @@ func TestBackupScope(t *testing.T) {
 		namespaces []string
 		skip       []string
 	}{
-		{"dev", func(*config.Config) {}, []string{"gpu-platform", "logging", "vector-dbs", "models", "batch"}, []string{"cephfs"}},
+		{"dev", func(*config.Config) {}, []string{"batch", "gpu-platform", "logging", "models", "vector-dbs"}, []string{"cephfs"}},
 		{"renamed namespaces, no log collector", func(c *config.Config) {
 			c.Serving.Namespace, c.Serving.BatchNamespace, c.Platform.Namespace = "inference", "training", "gpu-system"
 			c.Logging = logging.Spec{}
 			c.VectorDBs[0].Namespace = "rag"
-		}, []string{"gpu-system", "rag", "inference", "training"}, []string{"cephfs"}},
-		{"no models, a job", func(c *config.Config) { c.Models, c.VectorDBs = nil, nil; c.Storage = nil }, []string{"gpu-platform", "logging", "models", "batch"}, nil},
+		}, []string{"gpu-system", "inference", "rag", "training"}, []string{"cephfs"}},
+		{"no models, a job", func(c *config.Config) { c.Models, c.VectorDBs = nil, nil; c.Storage = nil }, []string{"batch", "gpu-platform", "logging", "models"}, nil},
 		{"only an Ollama model", func(c *config.Config) { c.Models, c.BatchJobs, c.Storage, c.VectorDBs = c.Models[1:], nil, nil, nil },
-			[]string{"gpu-platform", "logging", "models", "batch"}, []string{"cephfs"}},
+			[]string{"batch", "gpu-platform", "logging", "models"}, []string{"cephfs"}},
 		{"pools only", func(c *config.Config) { c.Models, c.BatchJobs, c.Storage, c.VectorDBs = nil, nil, nil, nil }, []string{"gpu-platform", "logging"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,10 +144,13 @@ func TestBackupScope(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := cmp.Diff(tc.namespaces, p.BackupNamespaces); d != "" {
+			if p.Backup == nil {
+				t.Fatal("no backup part")
+			}
+			if d := cmp.Diff(tc.namespaces, p.Backup.Covered); d != "" {
 				t.Errorf("namespaces (-want +got):\n%s", d)
 			}
-			if d := cmp.Diff(tc.skip, p.BackupSkipClasses); d != "" {
+			if d := cmp.Diff(tc.skip, p.Backup.Skipped); d != "" {
 				t.Errorf("skipped classes (-want +got):\n%s", d)
 			}
 		})

@@ -3,7 +3,6 @@ package plan
 import (
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/components/logging"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
@@ -73,27 +71,36 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack,
 	options := cfg.Serving.Defaults(d.StorageClass, egress)
 	p.ServingOptions = options
 	p.Serving = r.resolveServing(p, options)
-	p.VectorDBs, p.VectorStore = r.resolveVectorDBs(p)
+	dbs, store := r.resolveVectorDBs(p)
+	if len(dbs) > 0 {
+		p.VectorDBs = &VectorDBsPart{Specs: dbs, Store: store, InstallOperator: options.InstallCloudNativePG && cfg.RenderDir == "",
+			OperatorNamespace: options.CloudNativePGNamespace, ServingNamespace: options.Namespace, PrometheusNamespace: options.PrometheusNamespace,
+			MonitorLabels: p.Platform.Monitoring.ServiceMonitorLabels, RuleLabels: p.Platform.Monitoring.RuleLabels}
+	}
 	if cfg.Policies.On() {
 		pol := cfg.Policies.Resolve(policy.Scope{PlatformNamespace: p.Platform.Namespace, ServingNamespace: options.Namespace, BatchNamespace: options.BatchNamespace,
-			CPUOnlyNamespaces: vectordb.Namespaces(p.VectorDBs)})
+			CPUOnlyNamespaces: vectordb.Namespaces(dbs)})
 		p.Policies = &pol
 	}
 	p.Costs = costs(cfg.Pricing, p)
-	p.Logging = cfg.Logging.Defaults()
+	if l := cfg.Logging.Defaults(); l.Install {
+		p.Logging = &LoggingPart{Spec: l}
+	}
 	p.LogTolerations = logging.Tolerations(p.Facts())
 	if cfg.GitOps.Set() {
-		g := cfg.GitOps.Defaults(stack)
-		p.GitOps, p.GitOpsPrefix = &g, objectName(stack)+"-gpu"
+		p.GitOps = &GitOpsPart{Spec: cfg.GitOps.Defaults(stack), Prefix: objectName(stack) + "-gpu"}
 	}
 	if cfg.Backup.Enabled {
-		p.Backup = cfg.Backup.Defaults()
-		p.BackupNamespaces, p.BackupSkipClasses = backupScope(p, options)
-		if l := p.Backup.Location; l != nil && l.ClientID != "" {
-			p.BackupIdentity = r.workloadIdentity(t, key("backup").Child("location", "clientId"), l.ClientID, backupIdentityRefused)
+		b := &BackupPart{Spec: cfg.Backup.Defaults()}
+		b.Covered, b.Skipped = backupScope(p.Parts()) // every part but itself
+		if l := b.Spec.Location; l != nil && l.ClientID != "" {
+			b.Identity = r.workloadIdentity(t, key("backup").Child("location", "clientId"), l.ClientID, backupIdentityRefused)
 		}
+		p.Backup = b
 	}
-	p.Images = ownImages(p, options)
+	for _, part := range p.Parts() {
+		p.Images = append(p.Images, part.Images()...)
+	}
 	p.Identity = r.resolveIdentity(t, options)
 	if p.Identity != nil && p.Serving != nil {
 		p.Serving.Identity = t.(target.Federator).WorkloadIdentity(p.Identity.ClientID)
@@ -339,58 +346,11 @@ func (r *resolver) reportedAny(p *field.Path, keys []string) bool {
 	return false
 }
 
-// ownImages are the images the stack runs in the policies' scope, with
-// what runs them: the platform layer's charts, the model servers and
-// their helpers, the batch jobs.
-func ownImages(p *Stack, o serving.Options) []policy.Image {
-	var out []policy.Image
-	for _, c := range p.Platform.Installed() {
-		for _, img := range c.Images {
-			out = append(out, policy.Image{Ref: img, By: "the " + string(p.Platform.GPUStack) + " platform layer"})
-		}
-	}
-	if p.Logging.Install {
-		for _, img := range p.Logging.Chart.Images {
-			out = append(out, policy.Image{Ref: img, By: config.Key("logging") + ".install (Grafana Alloy)"})
-		}
-	}
-	if p.Backup.Install {
-		out = append(out, policy.Image{Ref: p.Backup.Chart.Images[0], By: config.Key("backup") + ".install (Velero)"},
-			policy.Image{Ref: backup.Plugins[p.Backup.Location.Provider], By: config.Key("backup") + ".location.provider (Velero's plugin)"})
-	}
-	if p.Serving == nil {
-		return out
-	}
-	if len(p.Serving.Engines) > 0 {
-		out = append(out,
-			policy.Image{Ref: o.Image, By: config.Key("serving.image")},
-			policy.Image{Ref: serving.RcloneImage, By: "the weight download Job"},
-			policy.Image{Ref: serving.WaitImage, By: "the model servers' wait-for-weights init container"})
-	}
-	if len(p.Serving.Ollamas) > 0 {
-		out = append(out,
-			policy.Image{Ref: o.OllamaImage, By: config.Key("serving.ollamaImage")},
-			policy.Image{Ref: o.ProxyImage, By: config.Key("serving.proxyImage") + " (the Ollama models' API-key proxy)"})
-	}
-	for i, j := range p.Serving.Jobs {
-		if j.Image != "" {
-			out = append(out, policy.Image{Ref: j.Image, By: config.Key(fmt.Sprintf("batchJobs[%d].image", i))})
-		}
-	}
-	return out
-}
-
-// charts are the charts the stack installs.
-func charts(p *Stack) []helm.Chart {
-	out := p.Platform.Installed()
-	if s := p.Serving; s != nil {
-		out = append(out, s.Charts()...)
-	}
-	if p.Logging.Install {
-		out = append(out, p.Logging.Chart)
-	}
-	if p.Backup.Install {
-		out = append(out, p.Backup.Chart)
+// charts are the charts the stack installs: every part's.
+func (p *Stack) charts() []helm.Chart {
+	var out []helm.Chart
+	for _, part := range p.Parts() {
+		out = append(out, part.Charts()...)
 	}
 	return out
 }
@@ -407,7 +367,7 @@ func (r *resolver) checkChartDir(p *Stack) {
 		r.add(fielderr.Invalid(at, dir, "must be a directory of chart archives (or set %s)", ChartDirEnv))
 		return
 	}
-	for _, c := range charts(p) {
+	for _, c := range p.charts() {
 		if _, err := os.Stat(c.Archive(dir)); err != nil {
 			r.add(fielderr.Invalid(at, dir, "has no %s: put the chart archive there", filepath.Base(c.Archive(dir))))
 		}
@@ -432,26 +392,6 @@ func costs(spec pricing.Spec, p *Stack) map[string]Cost {
 		out[f.Name] = Cost{Cost: c, Note: note}
 	}
 	return out
-}
-
-// backupScope is what the backup Schedule covers: every namespace the
-// program owns (the GPU platform's, the log collector's when installed,
-// the model servers' and the batch jobs'), and the storage class of the
-// weight caches, which it never backs up (the weights are in object
-// storage).
-func backupScope(p *Stack, o serving.Options) (namespaces, skipClasses []string) {
-	namespaces = []string{p.Platform.Namespace}
-	if p.Logging.Install {
-		namespaces = append(namespaces, p.Logging.Namespace)
-	}
-	namespaces = append(namespaces, vectordb.Namespaces(p.VectorDBs)...)
-	if p.Serving != nil {
-		namespaces = append(namespaces, o.Namespace, o.BatchNamespace)
-		if len(p.Serving.Engines)+len(p.Serving.Ollamas) > 0 {
-			skipClasses = append(skipClasses, o.StorageClass)
-		}
-	}
-	return namespaces, skipClasses
 }
 
 // objectName makes a stack name (letters, digits, '-', '_', '.') a

@@ -13,13 +13,6 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/natron/gpu-node-pools/components/backup"
-	"github.com/natron/gpu-node-pools/components/gitops"
-	"github.com/natron/gpu-node-pools/components/logging"
-	"github.com/natron/gpu-node-pools/components/platform"
-	"github.com/natron/gpu-node-pools/components/policy"
-	"github.com/natron/gpu-node-pools/components/serving"
-	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/secret"
@@ -98,111 +91,33 @@ func WorkloadProgram(kubeconfig secret.Secret) pulumi.RunFunc {
 	}
 }
 
-// deployWorkloads registers what runs in the workload cluster on top of
-// the pools (the platform layer, the policies, model serving, backups), the
-// GitOps objects (through toGitOps; management says whether there is a
-// management tree to sync) and exports the outputs; poolsProtected is what
-// the protect output reports.
+// deployWorkloads registers the stack's parts in the workload cluster, in
+// order (the platform layer, the policies, model serving, the add-ons;
+// the GitOps objects through toGitOps, management saying whether there is
+// a management tree to sync), and exports the outputs; poolsProtected is
+// what the protect output reports.
 func deployWorkloads(ctx *pulumi.Context, p *plan.Stack, workload, toGitOps *kubernetes.Provider, management, poolsProtected bool) error {
 	outputs, err := StackOutputs(p, poolsProtected)
 	if err != nil {
 		return err
 	}
-	gpu, err := platform.NewGPUPlatform(ctx, "gpu", &platform.Args{Spec: p.Platform, Pools: p.Facts(), Source: p.Charts, Workload: workload})
-	if err != nil {
-		return err
-	}
-	after := []pulumi.Resource{gpu}
-	if p.Policies != nil {
-		pol, err := policy.NewGPUPolicies(ctx, "policies", &policy.Args{Policies: *p.Policies, Workload: workload})
-		if err != nil {
-			return err
+	d := &deployment{p: p, workload: workload, toGitOps: toGitOps, management: management, outputs: outputs}
+	for _, part := range p.Parts() {
+		register, ok := registrars[part.Key()]
+		if !ok {
+			return fmt.Errorf("part %s: no registrar", part.Key())
 		}
-		// Model servers and batch jobs are admitted under the policies.
-		after = append(after, pol)
-	}
-	if p.Logging.Install {
-		if _, err := logging.NewLogCollector(ctx, "logging", &logging.Args{Spec: p.Logging, Pools: p.Facts(),
-			Source: p.Charts, Workload: workload}); err != nil {
+		if err := register(ctx, d, part); err != nil {
 			return err
 		}
 	}
-	var external []secret.External
-	if p.Serving != nil {
-		ext, err := deployServing(ctx, p, workload, after, outputs)
-		if err != nil {
-			return err
-		}
-		external = append(external, ext...)
-	}
-	if len(p.VectorDBs) > 0 {
-		ext, err := deployVectorDBs(ctx, p, workload, after, outputs)
-		if err != nil {
-			return err
-		}
-		external = append(external, ext...)
-	}
-	if p.Backup.Enabled {
-		b, err := backup.NewBackups(ctx, "backup", &backup.Args{Spec: p.Backup, Namespaces: p.BackupNamespaces, SkipClasses: p.BackupSkipClasses, Identity: p.BackupIdentity,
-			Source: p.Charts, Workload: workload})
-		if err != nil {
-			return err
-		}
-		outputs["backupSchedule"] = b.Schedule
-		external = append(external, b.ExternalSecrets...)
-	}
-	if len(external) > 0 {
-		outputs["externalSecrets"] = externalSecrets(external)
-	}
-	if p.GitOps != nil {
-		d, err := gitops.NewDelivery(ctx, "gitops", &gitops.Args{Spec: *p.GitOps, Prefix: p.GitOpsPrefix, Management: management,
-			ExternalSecrets: external, GitOps: toGitOps, Workload: workload})
-		if err != nil {
-			return err
-		}
-		outputs["gitops"] = pulumi.ToStringArray(d.Objects)
+	if len(d.external) > 0 {
+		outputs["externalSecrets"] = externalSecrets(d.external)
 	}
 	for _, k := range plain.SortedKeys(outputs) {
 		ctx.Export(k, outputs[k])
 	}
 	return nil
-}
-
-// deployServing registers model serving after the platform and policies,
-// and adds its endpoints and API key to the outputs.
-func deployServing(ctx *pulumi.Context, p *plan.Stack, workload *kubernetes.Provider, after []pulumi.Resource, outputs pulumi.Map) ([]secret.External, error) {
-	ms, err := serving.NewModelServing(ctx, "serving", &serving.Args{Plan: *p.Serving, Workload: workload}, pulumi.DependsOn(after))
-	if err != nil {
-		return nil, err
-	}
-	endpoints := pulumi.Map{}
-	for name, ep := range ms.Endpoints {
-		endpoints[name] = plain.Map(map[string]any{"pool": ep.Pool, "internal": ep.Internal, "public": ep.Public,
-			"model": ep.Model, "sizing": ep.Sizing})
-	}
-	outputs["models"] = endpoints
-	outputs["apiKey"] = ms.APIKey // a secret
-	return ms.ExternalSecrets, nil
-}
-
-// deployVectorDBs registers the vector databases and adds their endpoints
-// and credentials to the outputs.
-func deployVectorDBs(ctx *pulumi.Context, p *plan.Stack, workload *kubernetes.Provider, after []pulumi.Resource, outputs pulumi.Map) ([]secret.External, error) {
-	o := p.ServingOptions
-	v, err := vectordb.NewVectorDBs(ctx, "vectordb", &vectordb.Args{Specs: p.VectorDBs, InstallOperator: o.InstallCloudNativePG && p.RenderDir == "",
-		OperatorNamespace: o.CloudNativePGNamespace, ServingNamespace: o.Namespace, PrometheusNamespace: o.PrometheusNamespace, Store: p.VectorStore,
-		MonitorLabels: p.Platform.Monitoring.ServiceMonitorLabels, RuleLabels: p.Platform.Monitoring.RuleLabels,
-		Source: p.Charts, Workload: workload}, pulumi.DependsOn(after))
-	if err != nil {
-		return nil, err
-	}
-	dbs := pulumi.Map{}
-	for n, e := range v.Endpoints {
-		dbs[n] = plain.Map(map[string]any{"kind": e.Kind, "namespace": e.Namespace, "endpoint": e.Address, "credentialsSecret": e.CredentialsSecret})
-	}
-	outputs["vectorDBs"] = dbs
-	outputs["vectorDBCredentials"] = v.Credentials // secrets
-	return v.ExternalSecrets, nil
 }
 
 // StackOutputs are the stack's outputs: the target, the render directory,

@@ -20,7 +20,7 @@ import (
 
 func TestStackOutputs(t *testing.T) {
 	t.Parallel()
-	pool := pooltest.Resolved(t, aks.Target{}, gpupool.Spec{Name: "h100spot", SKU: "Standard_NC40ads_H100_v5", MaxNodes: 8, Spot: true})
+	pool := pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: "h100spot", SKU: "Standard_NC40ads_H100_v5", MaxNodes: 8, Spot: true})
 	cost := &pricing.PoolCost{Hourly: 2.5, AtMin: 0, AtMax: 14600, Expected: 1825, Currency: "USD", Spot: true, Source: "the stack's pricing.prices"}
 	got, err := StackOutputs(&plan.Stack{Target: aks.Target{}, RenderDir: "out", Pools: []gpupool.Resolved{pool},
 		Costs: map[string]plan.Cost{"h100spot": {Cost: cost}}, LogTolerations: pool.Facts.Tolerations}, true)

@@ -9,6 +9,14 @@ import (
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/stacks/target"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
+)
+
+// The targets' fixtures, for the tests of components and libraries, which
+// know no target package.
+var (
+	AKS    target.Target = aks.Target{}
+	Natron target.Target = natron.Target{}
 )
 
 // Resolved is a pool with its node shape from the target's catalog
@@ -41,5 +49,5 @@ func Pool(t testing.TB, tg target.Target, sku string, maxNodes int, mig catalog.
 // TimeSliced is an A100 pool whose GPUs each serve replicas pods.
 func TimeSliced(t testing.TB, replicas int) gpupool.Facts {
 	t.Helper()
-	return Resolved(t, aks.Target{}, gpupool.Spec{Name: "infer", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: replicas}).Facts
+	return Resolved(t, AKS, gpupool.Spec{Name: "infer", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: replicas}).Facts
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/natron/gpu-node-pools/internal/gpupool"
-	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
 )
 
 var testCluster = Cluster{
@@ -191,5 +190,9 @@ func TestTemplateNamesFollowContent(t *testing.T) {
 // resolved is a pool with its hardware profile, as the stack's plan holds it.
 func resolved(t *testing.T, spec gpupool.Spec) gpupool.Resolved {
 	t.Helper()
-	return pooltest.Resolved(t, Target{}, spec)
+	sku, err := Profiles.SKU(nil, spec.SKU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gpupool.Resolve(spec, sku, nil)
 }
