@@ -12,39 +12,67 @@ import (
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
 	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
-// Every component refuses missing arguments with an error that names it,
-// instead of panicking half-way through a stack, and registers nothing.
+// Every component starts the same way (component.Start): without its
+// args, or without what they must hold, it registers nothing and says
+// which component and what it needs.
 func TestComponentsRefuseMissingArgs(t *testing.T) {
 	t.Parallel()
-	for name, build := range map[string]func(ctx *pulumi.Context) error{
-		"gpu platform":  func(ctx *pulumi.Context) error { _, err := platform.NewGPUPlatform(ctx, "gpu", nil); return err },
-		"gpu policies":  func(ctx *pulumi.Context) error { _, err := policy.NewGPUPolicies(ctx, "policies", nil); return err },
-		"model serving": func(ctx *pulumi.Context) error { _, err := serving.NewModelServing(ctx, "serving", nil); return err },
-		"backups":       func(ctx *pulumi.Context) error { _, err := backup.NewBackups(ctx, "backup", nil); return err },
-		"log collector": func(ctx *pulumi.Context) error { _, err := logging.NewLogCollector(ctx, "logging", nil); return err },
-		"gitops delivery": func(ctx *pulumi.Context) error {
-			_, err := gitops.NewDelivery(ctx, "gitops", &gitops.Args{Prefix: "acme-gpu"}) // no providers
+	for _, tc := range []struct {
+		typ, need string
+		start     func(ctx *pulumi.Context) error
+	}{
+		{platform.GPUPlatformType, "a workload provider", func(ctx *pulumi.Context) error {
+			_, err := platform.NewGPUPlatform(ctx, "x", &platform.Args{})
 			return err
-		},
-		"aks pool": func(ctx *pulumi.Context) error { _, err := aks.NewPool(ctx, "a100", nil); return err },
-		"bare-metal pool": func(ctx *pulumi.Context) error {
-			_, err := natron.NewPool(ctx, "infer", &natron.PoolArgs{}) // no management provider
+		}},
+		{policy.GPUPoliciesType, "a workload provider", func(ctx *pulumi.Context) error {
+			_, err := policy.NewGPUPolicies(ctx, "x", nil)
 			return err
-		},
+		}},
+		{logging.LogCollectorType, "a workload provider", func(ctx *pulumi.Context) error {
+			_, err := logging.NewLogCollector(ctx, "x", nil)
+			return err
+		}},
+		{serving.ModelServingType, "a workload provider", func(ctx *pulumi.Context) error {
+			_, err := serving.NewModelServing(ctx, "x", &serving.Args{})
+			return err
+		}},
+		{vectordb.VectorDBsType, "databases and a workload provider", func(ctx *pulumi.Context) error {
+			_, err := vectordb.NewVectorDBs(ctx, "x", &vectordb.Args{})
+			return err
+		}},
+		{backup.BackupsType, "a workload provider", func(ctx *pulumi.Context) error {
+			_, err := backup.NewBackups(ctx, "x", nil)
+			return err
+		}},
+		{gitops.DeliveryType, "a prefix, a gitops and a workload provider", func(ctx *pulumi.Context) error {
+			_, err := gitops.NewDelivery(ctx, "x", &gitops.Args{})
+			return err
+		}},
+		{aks.PoolType, "a pool and its cluster", func(ctx *pulumi.Context) error {
+			_, err := aks.NewPool(ctx, "x", nil)
+			return err
+		}},
+		{natron.PoolType, "a management provider", func(ctx *pulumi.Context) error {
+			_, err := natron.NewPool(ctx, "x", &natron.PoolArgs{})
+			return err
+		}},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(tc.typ, func(t *testing.T) {
 			t.Parallel()
-			m, err := pulumitest.Run(build, "gpu-node-pools", "test", nil, nil)
-			if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "required") {
-				t.Errorf("want an error naming %s and what is required, got %v", name, err)
+			m, err := pulumitest.Run(tc.start, "gpu-node-pools", "test", nil, nil)
+			want := tc.typ + " x: args with " + tc.need + " are required"
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("error %v, want %q", err, want)
 			}
-			if rs := m.Resources(); len(rs) != 0 {
-				t.Errorf("registered %d resources", len(rs))
+			if n := len(m.Resources()); n != 0 {
+				t.Errorf("registered %d resources", n)
 			}
 		})
 	}

@@ -242,3 +242,24 @@ func TestChartsInstalledThroughHelmInstall(t *testing.T) {
 		t.Errorf("found %d calls of helm.Install; the components install at least 8 charts", installs)
 	}
 }
+
+// Components start one way: component.Start is the only caller of
+// RegisterComponentResource outside the tests, so every component refuses
+// missing args before registering, and parents its children alike.
+func TestComponentsStartThroughComponentStart(t *testing.T) {
+	t.Parallel()
+	starts := 0
+	for _, f := range moduleFiles(t) {
+		if f.test || layerGroup(f.pkg) == "test" {
+			continue
+		}
+		src := source(f)
+		starts += strings.Count(src, "component.Start\n")
+		if f.pkg != "internal/component" && strings.Contains(src, ".RegisterComponentResource\n") {
+			t.Errorf("%s registers a component itself: use component.Start", f.file)
+		}
+	}
+	if starts < 9 {
+		t.Errorf("found %d calls of component.Start; the program has at least 9 components", starts)
+	}
+}

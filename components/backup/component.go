@@ -8,6 +8,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/component"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/plain"
@@ -47,18 +48,16 @@ type Backups struct {
 // NewBackups registers Velero (with install), the resource policy, the
 // storage location and its credentials, and the Schedule.
 func NewBackups(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Backups, error) {
-	if args == nil || args.Workload == nil {
-		return nil, fmt.Errorf("backups %s: args with a workload provider are required", name)
-	}
 	b := &Backups{}
-	if err := ctx.RegisterComponentResource(BackupsType, name, b, opts...); err != nil {
-		return nil, fmt.Errorf("backups %s: %w", name, err)
+	child, err := component.Start(ctx, BackupsType, name, b, args != nil && args.Workload != nil, "a workload provider",
+		func() pulumi.ProviderResource { return args.Workload }, opts...)
+	if err != nil {
+		return nil, err
 	}
 	fail := func(what string, err error) (*Backups, error) {
 		return nil, fmt.Errorf("backups %s: %s: %w", name, what, err)
 	}
 	s := args.Spec
-	child := []pulumi.ResourceOption{pulumi.Parent(b), pulumi.Provider(args.Workload)}
 	var deps []pulumi.Resource
 	if s.Install {
 		ns, err := corev1.NewNamespace(ctx, name+"-namespace", podsecurity.Namespace(s.Namespace, podsecurity.Restricted), child...)

@@ -6,6 +6,7 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/component"
 	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/secret"
 )
@@ -42,14 +43,12 @@ type Delivery struct {
 // NewDelivery registers the Argo CD Applications, or Flux's GitRepository
 // and Kustomizations, and the ExternalSecrets.
 func NewDelivery(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*Delivery, error) {
-	if args == nil || args.GitOps == nil || args.Workload == nil || args.Prefix == "" {
-		return nil, fmt.Errorf("gitops delivery %s: args with a prefix, a gitops and a workload provider are required", name)
-	}
 	d := &Delivery{}
-	if err := ctx.RegisterComponentResource(DeliveryType, name, d, opts...); err != nil {
-		return nil, fmt.Errorf("gitops delivery %s: %w", name, err)
+	toGitOps, err := component.Start(ctx, DeliveryType, name, d, args != nil && args.GitOps != nil && args.Workload != nil && args.Prefix != "", "a prefix, a gitops and a workload provider",
+		func() pulumi.ProviderResource { return args.GitOps }, opts...)
+	if err != nil {
+		return nil, err
 	}
-	toGitOps := []pulumi.ResourceOption{pulumi.Parent(d), pulumi.Provider(args.GitOps)}
 	var objs []map[string]any
 	if args.Spec.Tool == Flux {
 		objs = append(objs, GitRepository(args.Spec, args.Prefix))

@@ -7,6 +7,7 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/component"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
@@ -35,14 +36,12 @@ type LogCollector struct {
 // NewLogCollector registers Alloy's namespace (Pod Security restricted) and
 // its release.
 func NewLogCollector(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*LogCollector, error) {
-	if args == nil || args.Workload == nil {
-		return nil, fmt.Errorf("log collector %s: args with a workload provider are required", name)
-	}
 	c := &LogCollector{}
-	if err := ctx.RegisterComponentResource(LogCollectorType, name, c, opts...); err != nil {
-		return nil, fmt.Errorf("log collector %s: %w", name, err)
+	child, err := component.Start(ctx, LogCollectorType, name, c, args != nil && args.Workload != nil, "a workload provider",
+		func() pulumi.ProviderResource { return args.Workload }, opts...)
+	if err != nil {
+		return nil, err
 	}
-	child := []pulumi.ResourceOption{pulumi.Parent(c), pulumi.Provider(args.Workload)}
 	ns, err := corev1.NewNamespace(ctx, name+"-namespace", podsecurity.Namespace(args.Spec.Namespace, podsecurity.Restricted), child...)
 	if err != nil {
 		return nil, fmt.Errorf("log collector %s: namespace: %w", name, err)

@@ -8,6 +8,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/component"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
@@ -61,15 +62,13 @@ func NamespaceLabels() map[string]string { return podsecurity.Labels(podsecurity
 
 // NewGPUPlatform registers the platform layer in the workload cluster.
 func NewGPUPlatform(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*GPUPlatform, error) {
-	if args == nil || args.Workload == nil {
-		return nil, fmt.Errorf("gpu platform %s: args with a workload provider are required", name)
-	}
 	p := &GPUPlatform{}
-	if err := ctx.RegisterComponentResource(GPUPlatformType, name, p, opts...); err != nil {
-		return nil, fmt.Errorf("gpu platform %s: %w", name, err)
+	child, err := component.Start(ctx, GPUPlatformType, name, p, args != nil && args.Workload != nil, "a workload provider",
+		func() pulumi.ProviderResource { return args.Workload }, opts...)
+	if err != nil {
+		return nil, err
 	}
 	s := args.Spec
-	child := []pulumi.ResourceOption{pulumi.Parent(p), pulumi.Provider(args.Workload)}
 
 	ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(s.Namespace), Labels: pulumi.ToStringMap(NamespaceLabels())},

@@ -6,6 +6,7 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/component"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/plain"
 )
@@ -29,17 +30,16 @@ type GPUPolicies struct {
 
 // NewGPUPolicies registers the enabled ClusterPolicies.
 func NewGPUPolicies(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*GPUPolicies, error) {
-	if args == nil || args.Workload == nil {
-		return nil, fmt.Errorf("gpu policies %s: args with a workload provider are required", name)
-	}
 	p := &GPUPolicies{}
-	if err := ctx.RegisterComponentResource(GPUPoliciesType, name, p, opts...); err != nil {
-		return nil, fmt.Errorf("register %s: %w", name, err)
+	child, err := component.Start(ctx, GPUPoliciesType, name, p, args != nil && args.Workload != nil, "a workload provider",
+		func() pulumi.ProviderResource { return args.Workload }, opts...)
+	if err != nil {
+		return nil, err
 	}
 	var names pulumi.StringArray
 	for _, obj := range ClusterPolicies(args.Policies) {
 		n := obj["metadata"].(map[string]any)["name"].(string)
-		if _, err := plain.Object(ctx, name+"-"+n, obj, pulumi.Parent(p), pulumi.Provider(args.Workload)); err != nil {
+		if _, err := plain.Object(ctx, name+"-"+n, obj, child...); err != nil {
 			return nil, fmt.Errorf("cluster policy %s: %w", n, err)
 		}
 		names = append(names, pulumi.String(n))

@@ -2,8 +2,9 @@ package serving
 
 import (
 	"cmp"
-	"github.com/natron/gpu-node-pools/components/ollama"
 	"maps"
+
+	"github.com/natron/gpu-node-pools/components/ollama"
 
 	"github.com/natron/gpu-node-pools/internal/fielderr"
 	"github.com/natron/gpu-node-pools/internal/gpupool"

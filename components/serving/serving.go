@@ -12,6 +12,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/component"
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
@@ -182,15 +183,13 @@ func wakeService(ns string, e Engine) *corev1.ServiceArgs {
 // each model (weights cache, download, vllm-stack release, network policy,
 // TLS ingress), KEDA and the batch CronJobs.
 func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*ModelServing, error) {
-	if args == nil || args.Workload == nil {
-		return nil, fmt.Errorf("model serving %s: args with a workload provider are required", name)
-	}
 	ms := &ModelServing{Endpoints: map[string]ModelEndpoint{}}
-	if err := ctx.RegisterComponentResource(ModelServingType, name, ms, opts...); err != nil {
-		return nil, fmt.Errorf("model serving %s: %w", name, err)
+	child, err := component.Start(ctx, ModelServingType, name, ms, args != nil && args.Workload != nil, "a workload provider",
+		func() pulumi.ProviderResource { return args.Workload }, opts...)
+	if err != nil {
+		return nil, err
 	}
-	r := &registrar{ctx: ctx, name: name, ms: ms, plan: args.Plan, ns: args.Plan.Options.Namespace,
-		child: []pulumi.ResourceOption{pulumi.Parent(ms), pulumi.Provider(args.Workload)}}
+	r := &registrar{ctx: ctx, name: name, ms: ms, plan: args.Plan, ns: args.Plan.Options.Namespace, child: child}
 	// The order is the order of registration, and of dependencies.
 	steps := []func() error{r.registerNamespaces, r.registerPriorityClasses, r.registerSecrets, r.registerAccounts,
 		r.registerNamespacePolicies, r.registerKEDA, r.registerEngines, r.registerOllamas, r.registerBatch}

@@ -7,6 +7,7 @@ import (
 	"github.com/pulumi/pulumi-random/sdk/v4/go/random"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/component"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/secret"
 )
@@ -56,15 +57,13 @@ type VectorDBs struct {
 // namespace and each client's), its CloudNativePG Cluster or Qdrant
 // release, its backups, its monitor and alerts, and its NetworkPolicy.
 func NewVectorDBs(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*VectorDBs, error) {
-	if args == nil || args.Workload == nil || len(args.Specs) == 0 {
-		return nil, fmt.Errorf("vector databases %s: args with databases and a workload provider are required", name)
-	}
 	v := &VectorDBs{Endpoints: map[string]Endpoint{}}
-	if err := ctx.RegisterComponentResource(VectorDBsType, name, v, opts...); err != nil {
-		return nil, fmt.Errorf("vector databases %s: %w", name, err)
+	child, err := component.Start(ctx, VectorDBsType, name, v, args != nil && args.Workload != nil && len(args.Specs) > 0, "databases and a workload provider",
+		func() pulumi.ProviderResource { return args.Workload }, opts...)
+	if err != nil {
+		return nil, err
 	}
-	r := &dbRegistrar{ctx: ctx, name: name, args: args, v: v, namespaces: map[string]pulumi.Resource{},
-		child: []pulumi.ResourceOption{pulumi.Parent(v), pulumi.Provider(args.Workload)}}
+	r := &dbRegistrar{ctx: ctx, name: name, args: args, v: v, namespaces: map[string]pulumi.Resource{}, child: child}
 	credentials, err := r.registerAll()
 	if err != nil {
 		return nil, fmt.Errorf("vector databases %s: %w", name, err)

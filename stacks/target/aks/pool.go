@@ -6,6 +6,7 @@ import (
 	containerservice "github.com/pulumi/pulumi-azure-native-sdk/containerservice/v2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/component"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/kube"
 )
@@ -34,12 +35,9 @@ type Pool struct {
 
 // NewPool registers a GPU agent pool.
 func NewPool(ctx *pulumi.Context, name string, args *PoolArgs, opts ...pulumi.ResourceOption) (*Pool, error) {
-	if args == nil {
-		return nil, fmt.Errorf("aks pool %s: args are required", name)
-	}
 	p := &Pool{}
-	if err := ctx.RegisterComponentResource(PoolType, name, p, opts...); err != nil {
-		return nil, fmt.Errorf("aks pool %s: %w", name, err)
+	if _, err := component.Start(ctx, PoolType, name, p, args != nil, "a pool and its cluster", nil, opts...); err != nil {
+		return nil, err
 	}
 	ap, err := containerservice.NewAgentPool(ctx, name+"-agentpool",
 		AgentPoolArgs(args.Cluster, args.Pool),

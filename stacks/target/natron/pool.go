@@ -6,6 +6,7 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/component"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/plain"
@@ -36,15 +37,13 @@ type Pool struct {
 
 // NewPool registers a pool's Cluster API objects in the management cluster.
 func NewPool(ctx *pulumi.Context, name string, args *PoolArgs, opts ...pulumi.ResourceOption) (*Pool, error) {
-	if args == nil || args.Management == nil {
-		return nil, fmt.Errorf("bare-metal pool %s: args with a management provider are required", name)
-	}
 	p := &Pool{}
-	if err := ctx.RegisterComponentResource(PoolType, name, p, opts...); err != nil {
-		return nil, fmt.Errorf("bare-metal pool %s: %w", name, err)
+	child, err := component.Start(ctx, PoolType, name, p, args != nil && args.Management != nil, "a management provider",
+		func() pulumi.ProviderResource { return args.Management }, opts...)
+	if err != nil {
+		return nil, err
 	}
 	objs := Objects(args.Cluster, args.Pool)
-	child := []pulumi.ResourceOption{pulumi.Parent(p), pulumi.Provider(args.Management)}
 
 	kct, err := plain.Object(ctx, name+"-bootstrap", objs.Bootstrap, child...)
 	if err != nil {
