@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/plan"
@@ -34,5 +35,45 @@ func TestVeleroGetsTheTargetsWorkloadIdentity(t *testing.T) {
 	got := map[string]any{"podLabels": helmtest.Get(values, "podLabels"), "serviceAccount": helmtest.Get(values, "serviceAccount")}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Velero's identity values (-want +got):\n%s", diff)
+	}
+}
+
+// On AKS, pgvector's backups into the stack's Blob storage sign in with
+// the storage block's clientId as the target's workload identity: the
+// CloudNativePG Cluster's pods carry the label the Azure webhook selects,
+// its service account the client ID, and barman inherits the identity
+// (CloudNativePG's azureCredentials.inheritFromAzureAD, docs: backup on
+// object stores, Azure Blob).
+func TestPgvectorBackupsGetTheTargetsWorkloadIdentity(t *testing.T) {
+	t.Parallel()
+	const id = "2f0c8b7a-6e51-4c3d-9a8b-7d6e5f4a3b21"
+	c := stacktest.AKS()
+	c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": id, "identityName": "id-acme-models"}
+	c["vectorDBs"] = []any{map[string]any{"name": "rag", "size": "10Gi", "backup": "https://acmemodels.blob.core.windows.net/pg/rag"}}
+	c["policies"] = map[string]any{"enabled": false}
+	p, err := plan.Load(stacktest.Encode(t, c), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.VectorDBs == nil || p.VectorDBs.Store == nil {
+		t.Fatal("no vector databases, or no backup store, in the plan")
+	}
+	store := *p.VectorDBs.Store
+	store.Destination = p.VectorDBs.Specs[0].Backup // as the component sets it
+	cluster := vectordb.Cluster(p.VectorDBs.Specs[0], &store)
+	want := map[string]any{
+		"labels":       "true",
+		"annotation":   id,
+		"credentials":  map[string]any{"inheritFromAzureAD": true},
+		"noS3Endpoint": nil,
+	}
+	got := map[string]any{
+		"labels":       helmtest.Get(cluster, "spec", "inheritedMetadata", "labels", "azure.workload.identity/use"),
+		"annotation":   helmtest.Get(cluster, "spec", "serviceAccountTemplate", "metadata", "annotations", "azure.workload.identity/client-id"),
+		"credentials":  helmtest.Get(cluster, "spec", "backup", "barmanObjectStore", "azureCredentials"),
+		"noS3Endpoint": helmtest.Get(cluster, "spec", "backup", "barmanObjectStore", "endpointURL"),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("pgvector Cluster's identity (-want +got):\n%s", diff)
 	}
 }
