@@ -26,9 +26,8 @@ const Namespace = kube.Project
 // Config is the stack config as written (gpu-node-pools:*), typed. The
 // Automation API builds one by hand or from a stack file.
 type Config struct {
-	// Target is where the GPU nodes come from. Required: aks (agent pools
-	// of the customer's existing AKS cluster) or natron (bare metal
-	// through Cluster API).
+	// Target is where the GPU nodes come from. Required: one of the
+	// registered targets, each with its own block.
 	Target string
 	// Cluster is the target's block (gpu-node-pools:<target>), documented
 	// by the target's Cluster type.

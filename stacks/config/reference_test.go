@@ -19,6 +19,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
 // updateDocs rewrites the generated config reference (docs/config.md) and
@@ -269,6 +270,9 @@ func blocks(t *testing.T, docs docIndex) []block {
 		}
 		if b.desc == "" {
 			t.Errorf("block %s: no doc comment to describe it", bl.Key)
+		}
+		if bl.Key == "target" { // the registry knows them, not a comment
+			b.desc += " Allowed: " + strings.Join(registry.Names(), ", ") + "."
 		}
 		out = append(out, b)
 	}

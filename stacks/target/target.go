@@ -2,8 +2,8 @@
 // from. Each target (AKS, bare metal through Cluster API) owns its catalog
 // section, its config block and pool rules, its defaults, its provider
 // wiring and its pool component; the registry maps the target config value
-// to one. Adding a target adds a package beside aks and baremetal and one
-// line in registry.
+// to one. Adding a target adds a package beside aks and natron and one
+// line in registry (CONTRIBUTING lists its files).
 package target
 
 import (
