@@ -223,43 +223,33 @@ func source(f goFile) string {
 	return b.String()
 }
 
-// Charts are installed one way: helm.Install is the only caller of the Helm
-// v4 Chart resource outside the tests.
-func TestChartsInstalledThroughHelmInstall(t *testing.T) {
+// Charts are installed one way, and components start one way: helm.Install
+// is the only caller of the Helm v4 Chart resource outside the tests, and
+// component.Start the only caller of RegisterComponentResource (so every
+// component refuses missing args before registering, and parents its
+// children alike).
+func TestOneWayToRegister(t *testing.T) {
 	t.Parallel()
-	installs := 0
-	for _, f := range moduleFiles(t) {
-		if f.test || layerGroup(f.pkg) == "test" {
-			continue
+	for _, tc := range []struct {
+		call, owner, raw string
+		least            int
+	}{
+		{"helm.Install", "internal/helm", ".NewChart", 8},
+		{"component.Start", "internal/component", ".RegisterComponentResource", 9},
+	} {
+		calls := 0
+		for _, f := range moduleFiles(t) {
+			if f.test || layerGroup(f.pkg) == "test" {
+				continue
+			}
+			src := source(f)
+			calls += strings.Count(src, tc.call+"\n")
+			if f.pkg != tc.owner && strings.Contains(src, tc.raw+"\n") {
+				t.Errorf("%s calls %s itself: use %s", f.file, tc.raw, tc.call)
+			}
 		}
-		src := source(f)
-		installs += strings.Count(src, "helm.Install\n")
-		if f.pkg != "internal/helm" && strings.Contains(src, ".NewChart\n") {
-			t.Errorf("%s registers a Helm Chart itself: use helm.Install", f.file)
+		if calls < tc.least {
+			t.Errorf("found %d calls of %s, want at least %d", calls, tc.call, tc.least)
 		}
-	}
-	if installs < 8 {
-		t.Errorf("found %d calls of helm.Install; the components install at least 8 charts", installs)
-	}
-}
-
-// Components start one way: component.Start is the only caller of
-// RegisterComponentResource outside the tests, so every component refuses
-// missing args before registering, and parents its children alike.
-func TestComponentsStartThroughComponentStart(t *testing.T) {
-	t.Parallel()
-	starts := 0
-	for _, f := range moduleFiles(t) {
-		if f.test || layerGroup(f.pkg) == "test" {
-			continue
-		}
-		src := source(f)
-		starts += strings.Count(src, "component.Start\n")
-		if f.pkg != "internal/component" && strings.Contains(src, ".RegisterComponentResource\n") {
-			t.Errorf("%s registers a component itself: use component.Start", f.file)
-		}
-	}
-	if starts < 9 {
-		t.Errorf("found %d calls of component.Start; the program has at least 9 components", starts)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
 
@@ -131,7 +132,7 @@ func Values(o Server, pod Pod) map[string]any {
 	if o.Pool == nil {
 		v["affinity"] = map[string]any{"nodeAffinity": gpupool.AvoidGPUNodes()}
 		if len(o.NodeSelector) > 0 {
-			v["nodeSelector"] = toAnyMap(o.NodeSelector)
+			v["nodeSelector"] = kube.AnyMap(o.NodeSelector)
 		}
 		return v
 	}
@@ -139,18 +140,10 @@ func Values(o Server, pod Pod) map[string]any {
 	// toleration of that resource's name; the pool's own tolerations
 	// (the GPU taint as the program writes it, spot) come beside it.
 	gpu["enabled"], gpu["type"], gpu["number"], gpu["nvidiaResource"] = true, "nvidia", 1, o.Pool.GPUResource
-	v["nodeSelector"] = toAnyMap(o.Pool.NodeSelector)
+	v["nodeSelector"] = kube.AnyMap(o.Pool.NodeSelector)
 	v["tolerations"] = o.Pool.TolerationValues()
 	v["runtimeClassName"] = o.RuntimeClass
 	return v
-}
-
-func toAnyMap(m map[string]string) map[string]any {
-	out := map[string]any{}
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // Pods selects one Ollama model's pods (the chart's selector labels).

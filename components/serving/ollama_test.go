@@ -19,6 +19,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/testkit/fieldtest"
@@ -252,7 +253,7 @@ func TestOllamaChartRendersTheServer(t *testing.T) {
 				if pod["runtimeClassName"] != "nvidia" {
 					t.Errorf("runtimeClassName %v", pod["runtimeClassName"])
 				}
-				if d := cmp.Diff(toAnyMap(p.NodeSelector), pod["nodeSelector"]); d != "" {
+				if d := cmp.Diff(kube.AnyMap(p.NodeSelector), pod["nodeSelector"]); d != "" {
 					t.Errorf("nodeSelector (-want +got):\n%s", d)
 				}
 				tolerated := false
@@ -284,14 +285,6 @@ func toStrings(v any) []string {
 	var out []string
 	for _, s := range v.([]any) {
 		out = append(out, s.(string))
-	}
-	return out
-}
-
-func toAnyMap(m map[string]string) map[string]any {
-	out := map[string]any{}
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }
