@@ -32,6 +32,11 @@ func FuzzLoad(f *testing.F) {
 		`{"allowedRegistries":{"registries":["", "docker.io/"]}}`)
 	f.Add("natron", "{}", `{"site":1,"image":[]}`, " ", "auto", `[null,{},[],"x",1e99]`, "[]", "null", "{}", `[{"parametersB":1e308,"dtype":"int4","tensorParallel":1,"gpuMemoryUtilization":0.5,"maxReplicas":1}]`, `[{"schedule":"0 23-1 * * *"}]`,
 		`{"enabled":false,"gpuTaint":{"exemptNamespaces":[null]}}`)
+	// the target's pool block: written there, at the pool's top level as
+	// before, both, malformed, and on the other target
+	f.Add("aks", `{"resourceGroup":"rg","clusterName":"c"}`, "", "", "", `[{"name":"a","sku":"Standard_NC24ads_A100_v4","maxNodes":1,"zones":["1"],"aks":{"zones":["2"],"osDiskSizeGB":"x"}},{"name":"b","sku":"Standard_NC24ads_A100_v4","maxNodes":1,"aks":[],"spotMaxPrice":null}]`,
+		"", "", "", "", "", "")
+	f.Add("natron", "{}", "{}", "", "", `[{"name":"a","sku":"h100-80gb-x8","maxNodes":1,"aks":{"zones":["1"]},"osDiskSizeGB":1},"aks"]`, "", "", "", "", "", "")
 	// regression: a huge timeSlicing made the fit check loop for minutes
 	f.Add("aks", `{"resourceGroup":"rg","clusterName":"c"}`, "", "", "", `[{"name":"a","sku":"Standard_ND96asr_v4","maxNodes":1,"timeSlicing":1000000000}]`,
 		"", "", "", `[{"name":"m","pool":"a","source":"az://m/x","parametersB":7,"dtype":"int4","tensorParallel":1,"maxModelLen":1,"gpuMemoryUtilization":0.5,"maxReplicas":1,"queueDepthTarget":1}]`, "", "")
