@@ -165,13 +165,18 @@ func WaitForWeights(model string) map[string]any {
 // holds the request through a cold start, so the read timeout covers one).
 func Ingress(ns string, m Engine, o Options) map[string]any {
 	backend := map[string]any{"name": ServiceName(m.Name), "port": map[string]any{"number": 80}}
-	readTimeout := 3600
+	readTimeout := ResponseSeconds
 	if m.ScalesFromZero() {
 		backend = map[string]any{"name": RouteName(m.Name), "port": map[string]any{"number": InterceptorPort}}
 		readTimeout = max(readTimeout, ColdStartSeconds(m))
 	}
 	return modelIngress(ns, m.Name, m.Hostname, backend, readTimeout, o)
 }
+
+// ResponseSeconds bounds one reply: a long non-streaming completion sends
+// nothing until it is done. The ingress and the interceptor both wait this
+// long.
+const ResponseSeconds = 3600
 
 // modelIngress is a model's public TLS endpoint, whatever serves it:
 // clients switch runtimes by hostname alone.

@@ -163,5 +163,5 @@ func OllamaEgress(ns string, o ollama.Server) map[string]any {
 // OllamaIngress publishes the model like a vLLM model: same TLS, same
 // path, the proxy behind the chart's Service.
 func OllamaIngress(ns string, o ollama.Server, opts Options) map[string]any {
-	return modelIngress(ns, o.Name, o.Hostname, map[string]any{"name": o.Release(), "port": map[string]any{"number": 80}}, 3600, opts)
+	return modelIngress(ns, o.Name, o.Hostname, map[string]any{"name": o.Release(), "port": map[string]any{"number": 80}}, ResponseSeconds, opts)
 }

@@ -136,7 +136,8 @@ func WakeHosts(ns string, e Engine) []any {
 
 // InterceptorRoute routes a scaled-to-zero model's requests through the
 // interceptor to its engine Service, holding each until an engine is ready
-// for as long as a cold start may take.
+// for as long as a cold start may take, and then waiting for the reply as
+// long as the ingress does (the interceptor's own default is 300 s).
 func InterceptorRoute(ns string, e Engine) map[string]any {
 	return map[string]any{
 		"apiVersion": "http.keda.sh/v1beta1",
@@ -146,7 +147,8 @@ func InterceptorRoute(ns string, e Engine) map[string]any {
 			"target":        map[string]any{"service": ServiceName(e.Name), "port": 80},
 			"rules":         []any{map[string]any{"hosts": WakeHosts(ns, e)}},
 			"scalingMetric": map[string]any{"concurrency": map[string]any{"targetValue": WakeConcurrency}},
-			"timeouts":      map[string]any{"readiness": fmt.Sprintf("%ds", ColdStartSeconds(e))},
+			"timeouts": map[string]any{"readiness": fmt.Sprintf("%ds", ColdStartSeconds(e)),
+				"responseHeader": fmt.Sprintf("%ds", ResponseSeconds)},
 		},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -217,4 +218,38 @@ func containsWord(s, w string) bool {
 		}
 	}
 	return false
+}
+
+// A long non-streaming completion sends its response headers only when it
+// is done: the interceptor in front of a scale-from-zero model must wait
+// for them as long as the ingress waits for a warm model's reply. Unset,
+// the route's responseHeader timeout is the interceptor's global default,
+// 300 s (keda-add-ons-http v0.15.0: interceptor/config/timeouts.go, and
+// the InterceptorRoute CRD's spec.timeouts.responseHeader description),
+// which cut such completions off after five minutes.
+func TestInterceptorWaitsAsLongAsTheIngress(t *testing.T) {
+	t.Parallel()
+	pool := pooltest.Resolved(t, pooltest.Natron, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
+	m := serving.ModelSpec{Name: "llama3-8b", Pool: "infer", Source: "s3://m/l", ParametersB: 8, Dtype: "bfloat16", TensorParallel: 1,
+		MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(0), MaxReplicas: 2, QueueDepthTarget: 5, Hostname: "llama.acme.example"}
+	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
+	cold := serving.NewEngine(m, pool, o, nil, "nvidia")
+	m.MinReplicas = new(1)
+	warm := serving.NewEngine(m, pool, o, nil, "nvidia")
+	const interceptorDefault = 300 * time.Second
+	header := interceptorDefault
+	if v, ok := get(serving.InterceptorRoute("models", cold), "spec", "timeouts", "responseHeader").(string); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header = d
+	}
+	ingress, err := strconv.Atoi(get(serving.Ingress("models", warm, o), "metadata", "annotations", "nginx.ingress.kubernetes.io/proxy-read-timeout").(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if header < time.Duration(ingress)*time.Second {
+		t.Errorf("the interceptor waits %v for response headers, the ingress %ds: a completion between the two fails only when the model scales from zero", header, ingress)
+	}
 }
