@@ -145,6 +145,10 @@ func VLLMValues(e Engine) map[string]any {
 			// them (helm.Release.Nulls).
 			"labels":    map[string]any{"gpu-node-pools/model": e.Name, "environment": nil, "release": nil},
 			"modelSpec": []any{model},
+			// One replica at a time, no surge: a pool sized to its replicas
+			// has no spare GPU for the chart's default (maxSurge 100%), and
+			// its rollout would never complete.
+			"strategy": map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": 0, "maxUnavailable": 1}},
 		},
 		"routerSpec": map[string]any{"enableRouter": false},
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
@@ -287,5 +288,54 @@ func TestEngineDeploymentLeavesScalingToKEDA(t *testing.T) {
 				t.Errorf("minReplicaCount %v, want %d", get(so, "spec", "minReplicaCount"), minReplicas)
 			}
 		})
+	}
+}
+
+// An image or argument change rolls out on a pool with no spare GPU: the
+// Deployment controller creates surge pods first (they would stay Pending
+// on a full pool) and removes old ones only within maxUnavailable
+// (kubernetes v1.37 pkg/controller/deployment/rolling.go; the fenceposts
+// resolve as util/deployment_util.go ResolveFenceposts: maxSurge rounds
+// up, maxUnavailable down, both 0 means one unavailable). The chart's default engine strategy,
+// maxSurge 100% and maxUnavailable 0 (vllm-stack 0.1.12 _helpers.tpl
+// chart.engineStrategy), needs twice the GPUs and never completes.
+func TestEngineRollsOutOnAFullPool(t *testing.T) {
+	t.Parallel()
+	m := serving.ModelSpec{
+		Name: "llama3-70b", Pool: "h100x8", Source: "az://models/meta-llama/Meta-Llama-3-70B-Instruct",
+		ParametersB: 70, Dtype: "bfloat16", TensorParallel: 8, MaxModelLen: 8192, GPUMemoryUtilization: 0.9,
+		MinReplicas: new(2), MaxReplicas: 2, QueueDepthTarget: 3,
+	}
+	// two nodes of 8 GPUs, two replicas of 8: the pool is full
+	pool := pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: m.Pool, SKU: "Standard_ND96isr_H100_v5", MaxNodes: 2}).Facts
+	e := serving.NewEngine(m, pool, serving.Options{}.Defaults("azurefile-csi-premium", serving.Cilium), nil, "")
+	var dep map[string]any
+	for _, o := range renderEngine(t, e) {
+		if o["kind"] == "Deployment" {
+			dep = o
+		}
+	}
+	if dep == nil {
+		t.Fatal("no engine Deployment")
+	}
+	replicas := pool.MaxNodes * pool.GPUResourcesPerNode / e.TensorParallel
+	scaled := func(key string, roundUp bool) int {
+		v := intstr.Parse(fmt.Sprint(get(dep, "spec", "strategy", "rollingUpdate", key)))
+		if get(dep, "spec", "strategy", "rollingUpdate", key) == nil {
+			v = intstr.FromString("25%") // the API server's default
+		}
+		n, err := intstr.GetScaledValueFromIntOrPercent(&v, replicas, roundUp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	surge, unavailable := scaled("maxSurge", true), scaled("maxUnavailable", false)
+	if surge == 0 && unavailable == 0 {
+		unavailable = 1
+	}
+	if typ := get(dep, "spec", "strategy", "type"); typ != "RollingUpdate" || surge > 0 || unavailable < 1 {
+		t.Errorf("engine strategy %v: on a full pool (%d replicas of %d GPUs) a rollout needs %d spare replicas and may stop %d old ones; it completes only with no surge and at least one unavailable",
+			get(dep, "spec", "strategy"), replicas, e.TensorParallel, surge, unavailable)
 	}
 }
