@@ -6,10 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/natron/gpu-node-pools/components/ollama"
 	"github.com/natron/gpu-node-pools/components/platform"
+	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/monitoring"
@@ -170,5 +173,31 @@ func TestREADMEAlerts(t *testing.T) {
 				t.Errorf("%s: the table lists alert %s, which the program does not write", section, a)
 			}
 		}
+	}
+}
+
+// The README's minimum Kubernetes version is at least what the objects
+// the program writes need: Pod Security admission labels (stable in
+// v1.25, KEP-2579) and native sidecars, an init container with
+// restartPolicy Always, as the Ollama models' API-key proxy is (feature
+// gate SidecarContainers, beta and on by default from v1.29: kubernetes
+// pkg/features/kube_features.go at v1.29.0, KEP-753). On an older cluster
+// the proxy runs as a plain init container that never exits, and the
+// model never starts.
+func TestREADMEKubernetesVersionCoversTheObjects(t *testing.T) {
+	t.Parallel()
+	need := 25 // Pod Security labels on every namespace
+	values := ollama.Values(ollama.Server{Name: "m", Image: "ollama/ollama:1", ProxyImage: "caddy:2"}, serving.OllamaPod)
+	for _, c := range values["initContainers"].([]any) {
+		if c.(map[string]any)["restartPolicy"] == "Always" {
+			need = max(need, 29)
+		}
+	}
+	m := regexp.MustCompile(`\| Kubernetes 1\.(\d+) or later \|`).FindStringSubmatch(readmeSection(t, "Prerequisites"))
+	if m == nil {
+		t.Fatal("the README's prerequisites name no minimum Kubernetes version")
+	}
+	if have, _ := strconv.Atoi(m[1]); have < need {
+		t.Errorf("the README asks for Kubernetes 1.%d; the objects need 1.%d", have, need)
 	}
 }
