@@ -228,3 +228,37 @@ func TestOllamaAgainstTheStack(t *testing.T) {
 		})
 	}
 }
+
+// On a target whose pools live in a management cluster, the GitOps tool
+// syncs two trees to two clusters: the workload tree and the Cluster API
+// objects. Left to their defaults, both destinations are the cluster the
+// tool runs in (Argo CD's in-cluster server, Flux's own cluster), and the
+// GPU stack and the MachineDeployments land together; the plan refuses
+// that, naming the key, and accepts two distinct clusters.
+func TestGitOpsTreesGoToTwoClusters(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name                 string
+		tool, workload, mgmt string
+		want                 string
+	}{
+		{"argocd defaults", "argocd", "", "", "gpu-node-pools:gitops.managementCluster: must differ from workloadCluster (https://kubernetes.default.svc)"},
+		{"flux defaults", "flux", "", "", "gpu-node-pools:gitops.managementCluster: must differ from workloadCluster (the cluster flux runs in)"},
+		{"argocd, the same cluster twice", "argocd", "acme", "acme", "gpu-node-pools:gitops.managementCluster: must differ from workloadCluster (acme)"},
+		{"argocd runs in the management cluster", "argocd", "acme", "", ""},
+		{"flux runs in the workload cluster", "flux", "", "natron-management-kubeconfig", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := stacktest.Config(t, "dev")
+			c.GitOps.Tool, c.GitOps.WorkloadCluster, c.GitOps.ManagementCluster = tc.tool, tc.workload, tc.mgmt
+			_, err := plan.Resolve(c, "dev")
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

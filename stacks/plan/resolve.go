@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/ollama"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -89,6 +90,7 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack,
 	p.LogTolerations = logging.Tolerations(p.Facts())
 	if cfg.GitOps.Set() {
 		p.GitOps = &GitOpsPart{Spec: cfg.GitOps.Defaults(stack), Prefix: objectName(stack) + "-gpu"}
+		r.checkTwoClusters(t, p.GitOps.Spec)
 	}
 	if cfg.Backup.Enabled {
 		b := &BackupPart{Spec: cfg.Backup.Defaults()}
@@ -448,4 +450,24 @@ func (r *resolver) resolveVectorDBs(p *Stack) ([]vectordb.Spec, *vectordb.Store)
 		return out, store
 	}
 	return out, &vectordb.Store{Endpoint: st.Endpoint, AccessKey: st.AccessKey, SecretKey: st.SecretKey}
+}
+
+// checkTwoClusters: where pools live in a management cluster, the GitOps
+// tool syncs the workload tree and the Cluster API objects to two
+// clusters, which the defaults (the cluster the tool runs in) do not.
+func (r *resolver) checkTwoClusters(t target.Target, g gitops.Spec) {
+	p := key("gitops")
+	if !t.ManagementCluster() || r.broken(p) || g.WorkloadCluster != g.ManagementCluster {
+		return
+	}
+	where, names := g.WorkloadCluster, "a cluster registered in Argo CD, by name or API server URL"
+	if g.Tool == gitops.Flux {
+		names = "a kubeconfig Secret in Flux's namespace"
+	}
+	if where == "" {
+		where = "the cluster " + g.Tool + " runs in"
+	}
+	r.add(fielderr.Invalid(p.Child("managementCluster"), g.ManagementCluster,
+		"must differ from workloadCluster (%s): on target %s the pools' Cluster API objects go to the management cluster and the GPU stack to the workload cluster; set the one %s does not run in (%s)",
+		where, t.Name(), g.Tool, names))
 }
