@@ -65,13 +65,16 @@ type Link struct {
 }
 
 // The links: NVLink through NVSwitch on HGX and ND boards (600 GB/s for
-// A100, 900 for H100 and H200; the A100 and H100 data sheets); PCIe Gen4
-// x16 (64 GB/s) or Gen5 (128 GB/s) where the GPUs are PCIe cards, as on
-// the NC and NV sizes (Microsoft's size pages list no NVLink for them).
+// A100, 900 for H100 and H200; the A100 and H100 data sheets); the NVLink
+// bridge that pairs two H100 NVL cards (600 GB/s, the H100 NVL product
+// brief; NCCL finds it on the NCads H100 v5 pair); PCIe Gen4 x16 (64 GB/s)
+// or Gen5 (128 GB/s) where PCIe cards are not bridged, as on the other NC
+// and NV sizes.
 var (
-	NVLink3 = Link{Kind: "NVLink", GBps: 600}
-	NVLink4 = Link{Kind: "NVLink", GBps: 900}
-	PCIe3   = Link{Kind: "PCIe", GBps: 32}
-	PCIe4   = Link{Kind: "PCIe", GBps: 64}
-	PCIe5   = Link{Kind: "PCIe", GBps: 128}
+	NVLink3      = Link{Kind: "NVLink", GBps: 600}
+	NVLink4      = Link{Kind: "NVLink", GBps: 900}
+	NVLinkBridge = Link{Kind: "NVLink", GBps: 600}
+	PCIe3        = Link{Kind: "PCIe", GBps: 32}
+	PCIe4        = Link{Kind: "PCIe", GBps: 64}
+	PCIe5        = Link{Kind: "PCIe", GBps: 128}
 )

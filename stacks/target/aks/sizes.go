@@ -19,7 +19,7 @@ var sizes = []catalog.SKU{
 	{Name: "Standard_NC48ads_A100_v4", Family: "NC A100 v4", GPU: catalog.A100PCIe80, GPUs: 2, VCPUs: 48, MemoryGiB: 440, Link: catalog.PCIe4},
 	{Name: "Standard_NC96ads_A100_v4", Family: "NC A100 v4", GPU: catalog.A100PCIe80, GPUs: 4, VCPUs: 96, MemoryGiB: 880, Link: catalog.PCIe4},
 	{Name: "Standard_NC40ads_H100_v5", Family: "NCads H100 v5", GPU: catalog.H100NVL, GPUs: 1, VCPUs: 40, MemoryGiB: 320, Link: catalog.PCIe5},
-	{Name: "Standard_NC80adis_H100_v5", Family: "NCads H100 v5", GPU: catalog.H100NVL, GPUs: 2, VCPUs: 80, MemoryGiB: 640, Link: catalog.PCIe5},
+	{Name: "Standard_NC80adis_H100_v5", Family: "NCads H100 v5", GPU: catalog.H100NVL, GPUs: 2, VCPUs: 80, MemoryGiB: 640, Link: catalog.NVLinkBridge},
 	{Name: "Standard_ND96asr_v4", Family: "ND A100 v4", GPU: catalog.A100SXM40, GPUs: 8, VCPUs: 96, MemoryGiB: 900, Link: catalog.NVLink3},
 	{Name: "Standard_ND96amsr_A100_v4", Family: "NDm A100 v4", GPU: catalog.A100SXM80, GPUs: 8, VCPUs: 96, MemoryGiB: 1900, Link: catalog.NVLink3},
 	{Name: "Standard_ND96isr_H100_v5", Family: "ND H100 v5", GPU: catalog.H100SXM, GPUs: 8, VCPUs: 96, MemoryGiB: 1900, Link: catalog.NVLink4},

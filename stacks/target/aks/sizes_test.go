@@ -54,3 +54,18 @@ func TestSizeNames(t *testing.T) {
 		}
 	}
 }
+
+// The two H100 NVL cards of the NC80adis size are paired by an NVLink
+// bridge (600 GB/s, the H100 NVL product brief; NCCL takes the NVLink path
+// on it), not PCIe alone: tensor parallelism 2 all-reduces over NVLink, and
+// the planner's decode speed on the pair follows from it.
+func TestH100NVLPairIsNVLinked(t *testing.T) {
+	t.Parallel()
+	s, err := Sizes.SKU(nil, "Standard_NC80adis_H100_v5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Link.Kind != "NVLink" || s.Link.GBps != 600 {
+		t.Errorf("NC80adis H100 v5 link %+v, want the NVLink bridge at 600 GB/s", s.Link)
+	}
+}
