@@ -45,8 +45,10 @@ type ModelSpec struct {
 	// float32.
 	// Default: auto.
 	Dtype string `json:"dtype,omitempty"`
-	// Quantization is vLLM's --quantization: fp8, awq, gptq,
+	// Quantization is the checkpoint's quantization: fp8, awq, gptq,
 	// compressed-tensors or bitsandbytes; empty for an unquantized model.
+	// vLLM runs awq and gptq on its Marlin kernels where the GPU has them
+	// (compute capability 8.0 and up).
 	// Default: the catalog model's (DeepSeek V3: fp8).
 	Quantization string `json:"quantization,omitempty"`
 	// TensorParallel is the GPUs per replica; it divides a node's GPUs and

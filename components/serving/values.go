@@ -93,7 +93,7 @@ func VLLMValues(e Engine) map[string]any {
 	// weights; the chart has no key of its own for either flag.
 	extra := []any{"--served-model-name", e.Name}
 	if e.Quantization != "" {
-		extra = append(extra, "--quantization", e.Quantization)
+		extra = append(extra, "--quantization", kernel(e.Quantization, e.Pool.ComputeCapability))
 	}
 	vllm["extraArgs"] = extra
 	scratch, scratchMounts := engineScratch()
@@ -195,4 +195,16 @@ func poolMatchExpressions(p gpupool.Facts) []any {
 		out = append(out, map[string]any{"key": k, "operator": "In", "values": []any{p.NodeSelector[k]}})
 	}
 	return out
+}
+
+// kernel is the --quantization that runs a checkpoint's method fastest:
+// AWQ and GPTQ on the Marlin kernels where the GPU has them (compute
+// capability 8.0 and up), since naming awq or gptq itself forces vLLM's
+// slow kernels (vllm v0.11.0 awq_marlin.py and gptq_marlin.py,
+// override_quantization_method).
+func kernel(method string, capability int) string {
+	if (method == "awq" || method == "gptq") && capability >= 80 {
+		return method + "_marlin"
+	}
+	return method
 }

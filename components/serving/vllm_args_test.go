@@ -11,6 +11,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
+	"github.com/natron/gpu-node-pools/stacks/target"
 )
 
 // vllmFlag is one option of `vllm serve` as vLLM v0.11.0 (the pinned image,
@@ -128,6 +129,9 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 	}
 	for _, q := range fit.QuantizationNames() {
 		add("auto", q, h100, "0.9")
+		if q == "awq" || q == "gptq" { // on the Marlin kernels (TestQuantizedModelsRunOnMarlin)
+			cases[len(cases)-1].want.quantization = q + "_marlin"
+		}
 	}
 	add("bfloat16", "", sliced, "0.45")
 	for _, tc := range cases {
@@ -180,5 +184,56 @@ func TestVLLMParserRefuses(t *testing.T) {
 	if got, err := parseVLLMServe([]string{"vllm", "serve", "/models/m", "--gpu_memory_utilization", "0.5", "--no-enable-prefix-caching"}); err != nil ||
 		got["--gpu-memory-utilization"] != "0.5" || got["--enable-prefix-caching"] != "false" {
 		t.Errorf("underscores and --no- flags: %v, %v", got, err)
+	}
+}
+
+// The kernel vLLM v0.11.0 runs an AWQ or GPTQ checkpoint with, given the
+// --quantization it is passed: the Marlin kernels when the flag leaves the
+// choice open (none, marlin, or the marlin name) and the GPU has compute
+// capability 8.0 or more; the slow kernels when the flag names awq or gptq
+// itself (vllm/model_executor/layers/quantization/awq_marlin.py and
+// gptq_marlin.py, override_quantization_method and get_min_capability).
+func vllmKernel(method, flag string, capability int) string {
+	marlin := method + "_marlin"
+	if capability >= 80 && (flag == "" || flag == "marlin" || flag == marlin) {
+		return marlin
+	}
+	return method
+}
+
+// An AWQ or GPTQ model runs on the Marlin kernels wherever the GPU has
+// them, as the planner's speeds assume: passing --quantization awq (or
+// gptq) explicitly forced the slow kernels.
+func TestQuantizedModelsRunOnMarlin(t *testing.T) {
+	t.Parallel()
+	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
+	for _, tc := range []struct {
+		sku        string
+		target     target.Target
+		capability int
+	}{
+		{"h100-80gb-x8", pooltest.Natron, 90},
+		{"Standard_NC24ads_A100_v4", pooltest.AKS, 80},
+		{"Standard_NC4as_T4_v3", pooltest.AKS, 75},
+	} {
+		pool := pooltest.Resolved(t, tc.target, gpupool.Spec{Name: "infer", SKU: tc.sku, MaxNodes: 2}).Facts
+		if pool.ComputeCapability != tc.capability {
+			t.Fatalf("%s: compute capability %d, want %d", tc.sku, pool.ComputeCapability, tc.capability)
+		}
+		for _, method := range []string{"awq", "gptq"} {
+			m := serving.ModelSpec{Name: "m", Source: "s3://b/m", ParametersB: 8, Quantization: method, TensorParallel: 1,
+				MaxModelLen: 2048, MinReplicas: new(1), MaxReplicas: 1}
+			e := serving.NewEngine(m, pool, o, nil, "")
+			flag := ""
+			extra := get(serving.VLLMValues(e), "servingEngineSpec", "modelSpec").([]any)[0].(map[string]any)["vllmConfig"].(map[string]any)["extraArgs"].([]any)
+			for i := 0; i+1 < len(extra); i++ {
+				if extra[i] == "--quantization" {
+					flag = extra[i+1].(string)
+				}
+			}
+			if got, best := vllmKernel(method, flag, tc.capability), vllmKernel(method, "", tc.capability); got != best {
+				t.Errorf("%s on %s (compute capability %d): --quantization %q makes vLLM run %s, not %s", method, tc.sku, tc.capability, flag, got, best)
+			}
+		}
 	}
 }
