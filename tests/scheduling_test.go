@@ -64,7 +64,7 @@ func workloadsOf(t *testing.T, p *plan.Stack) []map[string]any {
 			map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": map[string]any{"name": serving.WeightsClaim(e.Name), "namespace": ns},
 				"spec": map[string]any{"accessModes": []any{"ReadWriteMany"}, "storageClassName": sp.Options.StorageClass,
 					"resources": map[string]any{"requests": map[string]any{"storage": size}}}},
-			serving.DownloadJob(ns, e, *sp.Storage))
+			serving.DownloadJob(ns, e, *sp.Storage, sp.Identity))
 		rel := helm.Release{Name: serving.Release(e.Name), Chart: serving.VLLMStackChart, Values: serving.VLLMValues(e)}
 		for _, o := range helmtest.RenderRelease(t, charts, rel, ns) {
 			if o["kind"] == "Deployment" {

@@ -2,6 +2,8 @@ package serving
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"strings"
@@ -84,36 +86,57 @@ const DownloadComponent = "weights-download"
 // ComponentLabel names what a pod of the serving namespace is.
 const ComponentLabel = "gpu-node-pools/component"
 
-// DownloadJob fills a model's weights cache once: a marker file records a
-// complete copy, so a rerun (or a second up) does no work. It runs as the
-// restricted non-root user: fsGroup makes the cache's files the group's,
-// which every engine replica shares. rclone writes only its HOME (config
-// lookups, ~/.cache/rclone) and /tmp, both emptyDirs. No API token: with
-// workload identity the webhook projects its own token volume
-// (Azure/azure-workload-identity pkg/webhook/webhook.go,
-// addProjectedServiceAccountTokenVolume), whatever the pod's automount.
-func DownloadJob(ns string, m Engine, st Storage) map[string]any {
-	dir := WeightsPath + "/" + m.Name
+// SourceKey names one source's copy of a model's weights: a new source is
+// a new copy, downloaded again, and the engines restart on it.
+func SourceKey(source string) string {
+	sum := sha256.Sum256([]byte(source))
+	return hex.EncodeToString(sum[:6])
+}
+
+// WeightsDir is where the engine's source's weights are in its cache.
+func WeightsDir(m Engine) string { return WeightsPath + "/" + m.Name + "/" + SourceKey(m.Source) }
+
+// DownloadJob fills a model's weights cache once per source: a marker file
+// records a complete copy, so a rerun (or a second up) does no work, and a
+// new source, kept in a directory of its own, is copied again after the
+// other sources' copies are removed (the engines of an old source keep
+// theirs in GPU memory until the rollout replaces them). The Job's name
+// carries the source too: a Job's template cannot change, so a new source
+// is a new Job, and GitOps tools replace rather than patch it. It runs as
+// the restricted non-root user: fsGroup makes the cache's files the
+// group's, which every engine replica shares. rclone writes only its HOME
+// (config lookups, ~/.cache/rclone) and /tmp, both emptyDirs. No API
+// token: with workload identity the identity's webhook projects its own
+// token volume, whatever the pod's automount; the pod carries the labels
+// the target gives (id).
+func DownloadJob(ns string, m Engine, st Storage, id kube.WorkloadIdentity) map[string]any {
+	model, dir, key := WeightsPath+"/"+m.Name, WeightsDir(m), SourceKey(m.Source)
 	script := fmt.Sprintf(`set -e
 if [ -f %[1]s/.complete ]; then echo "weights already cached"; exit 0; fi
+mkdir -p %[3]s
+find %[3]s -mindepth 1 -maxdepth 1 ! -name %[4]s -exec rm -rf {} +
 rclone copy --transfers 16 --checkers 16 %[2]q %[1]s
-touch %[1]s/.complete`, dir, rcloneSource(m.Source))
+touch %[1]s/.complete`, dir, rcloneSource(m.Source), model, key)
+	labels := id.PodLabelValues()
+	labels[ComponentLabel] = DownloadComponent
 	return map[string]any{
 		"apiVersion": "batch/v1",
 		"kind":       "Job",
 		"metadata": map[string]any{
-			"name": "weights-" + m.Name, "namespace": ns,
+			"name": "weights-" + m.Name + "-" + key, "namespace": ns,
 			"labels": map[string]any{"gpu-node-pools/model": m.Name},
-			// a 140 GB download outlasts any sensible apply timeout; the
-			// engine's init container waits for the marker instead
-			"annotations": map[string]any{"pulumi.com/skipAwait": "true"},
+			"annotations": map[string]any{
+				// a 140 GB download outlasts any sensible apply timeout;
+				// the engine's init container waits for the marker instead
+				"pulumi.com/skipAwait": "true",
+				// a changed template is a new Job, not a patch of this one
+				"argocd.argoproj.io/sync-options":   "Replace=true",
+				"kustomize.toolkit.fluxcd.io/force": "enabled",
+			},
 		},
 		"spec": map[string]any{
 			"backoffLimit": 6,
-			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{
-				"azure.workload.identity/use": fmt.Sprint(st.ClientID != ""),
-				ComponentLabel:                DownloadComponent,
-			}}, "spec": map[string]any{
+			"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
 				"restartPolicy":                "OnFailure",
 				"serviceAccountName":           DownloadServiceAccount,
 				"automountServiceAccountToken": false,
@@ -143,13 +166,13 @@ touch %[1]s/.complete`, dir, rcloneSource(m.Source))
 }
 
 // WaitForWeights is the engine's init container: no replica starts loading
-// before the cache is complete.
-func WaitForWeights(model string) map[string]any {
+// before the cache holds its source's weights.
+func WaitForWeights(m Engine) map[string]any {
 	return map[string]any{
 		"name":    "wait-for-weights",
 		"image":   WaitImage,
 		"command": []any{"sh", "-c"},
-		"args":    []any{fmt.Sprintf("until [ -f %s/%s/.complete ]; do echo waiting for weights; sleep 10; done", WeightsPath, model)},
+		"args":    []any{fmt.Sprintf("until [ -f %s/.complete ]; do echo waiting for weights; sleep 10; done", WeightsDir(m))},
 		"resources": map[string]any{
 			"requests": map[string]any{"cpu": "10m", "memory": "16Mi"},
 			"limits":   map[string]any{"cpu": "100m", "memory": "64Mi"},

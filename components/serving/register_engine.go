@@ -44,7 +44,7 @@ func (r *registrar) registerCache(m Engine) (pulumi.Resource, error) {
 		return nil, fmt.Errorf("weights claim %s: %w", m.Name, err)
 	}
 	opts := append(r.after(r.namespaces[podsecurity.Serving], claim), pulumi.DependsOn(r.downloadDeps))
-	if err := r.object("-"+m.Name+"-download", "download job "+m.Name, DownloadJob(r.ns, m, *r.plan.Storage), opts); err != nil {
+	if err := r.object("-"+m.Name+"-download", "download job "+m.Name, DownloadJob(r.ns, m, *r.plan.Storage, r.plan.Identity), opts); err != nil {
 		return nil, err
 	}
 	return claim, nil

@@ -101,7 +101,7 @@ func VLLMValues(e Engine) map[string]any {
 		"name":              e.Name,
 		"repository":        imageRepo(e.Image),
 		"tag":               imageTag(e.Image),
-		"modelURL":          WeightsPath + "/" + e.Name,
+		"modelURL":          WeightsDir(e),
 		"replicaCount":      max(e.MinReplicas, 1), // removed: LeaveReplicasToKEDA
 		"requestCPU":        4 * tp,
 		"limitCPU":          8 * tp,
@@ -119,7 +119,7 @@ func VLLMValues(e Engine) map[string]any {
 		"extraVolumeMounts":  append([]any{map[string]any{"name": "weights", "mountPath": WeightsPath, "readOnly": true}}, scratchMounts...),
 		"env":                engineEnv(),
 		"serviceAccountName": ModelServerAccount,
-		"initContainer":      WaitForWeights(e.Name),
+		"initContainer":      WaitForWeights(e),
 		"vllmConfig":         vllm,
 		// the Deployment's annotations: how long `pulumi up` waits for it
 		"annotations": AwaitAnnotations(e),
