@@ -77,6 +77,13 @@ type Location struct {
 	// ClientID is the managed identity Velero signs in as through workload
 	// identity (azure, with install).
 	ClientID string `json:"clientId,omitempty"`
+	// IdentityName is that managed identity's name, which the program
+	// federates with Velero's server service account (required with
+	// clientId).
+	IdentityName string `json:"identityName,omitempty"`
+	// IdentityResourceGroup is the managed identity's resource group.
+	// Default: the cluster's.
+	IdentityResourceGroup string `json:"identityResourceGroup,omitempty"`
 	// S3URL is the S3 endpoint (aws; path-style addressing, as Ceph's RGW
 	// serves it).
 	S3URL string `json:"s3Url,omitempty"`
@@ -88,6 +95,11 @@ type Location struct {
 	// SecretKey is the S3 secret key, a secret (aws).
 	SecretKey secret.Secret `json:"secretKey,omitempty"`
 }
+
+// ServerServiceAccount is the Velero server's service account as the
+// chart names it: "<fullname>-server", the release being velero (velero
+// 12.1.0 templates/_helpers.tpl, velero.serverServiceAccount).
+const ServerServiceAccount = "velero-server"
 
 // Providers are Velero's object-store providers this block supports.
 const (

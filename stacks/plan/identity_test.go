@@ -1,13 +1,17 @@
 package plan_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/natron/gpu-node-pools/components/backup"
+	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 )
@@ -21,7 +25,7 @@ func TestVeleroGetsTheTargetsWorkloadIdentity(t *testing.T) {
 	const id = "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21"
 	c := stacktest.AKS()
 	c["backup"] = map[string]any{"enabled": true, "install": true, "location": map[string]any{"provider": "azure", "bucket": "velero",
-		"storageAccount": "acmebackups", "resourceGroup": "rg-acme-backup", "clientId": id}}
+		"storageAccount": "acmebackups", "resourceGroup": "rg-acme-backup", "clientId": id, "identityName": "id-velero"}}
 	c["policies"] = map[string]any{"enabled": false}
 	p, err := plan.Load(stacktest.Encode(t, c), "test")
 	if err != nil {
@@ -75,5 +79,57 @@ func TestPgvectorBackupsGetTheTargetsWorkloadIdentity(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("pgvector Cluster's identity (-want +got):\n%s", diff)
+	}
+}
+
+// Every pod that signs in with workload identity runs under a service
+// account the plan federates, for the same client ID: the weight download
+// (its Job's pod), pgvector's backups (CloudNativePG runs a cluster's pods
+// under a service account named after the cluster, cloudnative-pg v1.30.0
+// docs/src/security.md) and Velero (its Deployment as the real chart
+// renders it). Only the first was federated: Azure refused the others'
+// tokens, and WAL archiving, base backups and Velero's backups failed.
+func TestEveryWorkloadIdentityIsFederated(t *testing.T) {
+	t.Parallel()
+	const storageID, veleroID = "2f0c8b7a-6e51-4c3d-9a8b-7d6e5f4a3b21", "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21"
+	c := stacktest.ServingAKS()
+	c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": storageID, "identityName": "id-acme-models"}
+	c["vectorDBs"] = []any{map[string]any{"name": "rag", "size": "10Gi", "backup": "https://acmemodels.blob.core.windows.net/pg/rag"}}
+	c["backup"] = map[string]any{"enabled": true, "install": true, "location": map[string]any{"provider": "azure", "bucket": "velero",
+		"storageAccount": "acmebackups", "resourceGroup": "rg-acme-backup", "clientId": veleroID, "identityName": "id-velero"}}
+	c["policies"] = map[string]any{"enabled": false}
+	p, err := plan.Load(stacktest.Encode(t, c), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	federated := map[string]string{} // subject -> client ID
+	for _, id := range p.Identities {
+		federated[id.Subject()] = id.ClientID
+	}
+	type user struct{ what, namespace, account, clientID string }
+	var users []user
+	// the weight download: its Job's pod
+	e := p.Serving.Engines[0]
+	pod := helmtest.Get(serving.DownloadJob(p.ServingOptions.Namespace, e, *p.Serving.Storage, p.Serving.Identity), "spec", "template", "spec").(map[string]any)
+	users = append(users, user{"the weight download", p.ServingOptions.Namespace, pod["serviceAccountName"].(string), storageID})
+	// pgvector: the cluster's pods run as the cluster's account
+	for _, s := range p.VectorDBs.Specs {
+		users = append(users, user{"pgvector " + s.Name, s.Namespace, s.Name, storageID})
+	}
+	// Velero: the server Deployment of the real chart
+	rel := backup.Release(p.Backup.Spec, helm.Source{}, p.Backup.Identity)
+	for _, o := range helmtest.RenderRelease(t, filepath.Join(pulumitest.SharedDir(t), "charts"), rel, p.Backup.Spec.Namespace) {
+		if o["kind"] == "Deployment" {
+			users = append(users, user{"Velero", p.Backup.Spec.Namespace, helmtest.Get(o, "spec", "template", "spec", "serviceAccountName").(string), veleroID})
+		}
+	}
+	if len(users) != 3 {
+		t.Fatalf("found %d workload-identity users, want the download, pgvector and Velero", len(users))
+	}
+	for _, u := range users {
+		subject := "system:serviceaccount:" + u.namespace + ":" + u.account
+		if got, ok := federated[subject]; !ok || got != u.clientID {
+			t.Errorf("%s runs as %s, which is not federated with client %s (federated: %v)", u.what, subject, u.clientID, federated)
+		}
 	}
 }

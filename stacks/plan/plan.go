@@ -51,9 +51,11 @@ type Stack struct {
 	// Plugins are the resource provider plugins the target needs besides
 	// the Kubernetes provider.
 	Plugins []target.Plugin
-	// Identity is the weight download's workload identity, to federate
-	// (nil without one).
-	Identity *target.Identity
+	// Identities are the service accounts to federate with cloud
+	// identities: the weight download's, each backed-up pgvector
+	// database's (CloudNativePG runs a cluster's pods under a service
+	// account named after it), Velero's server's.
+	Identities []target.Identity
 	// Warnings are what the program logs: config that loads but is not
 	// exact (a model's KV cache estimated), naming the keys to add.
 	Warnings []string

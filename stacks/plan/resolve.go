@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/ollama"
 
@@ -103,10 +104,13 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack,
 	for _, part := range p.Parts() {
 		p.Images = append(p.Images, part.Images()...)
 	}
-	p.Identity = r.resolveIdentity(t, options)
-	if p.Identity != nil && p.Serving != nil {
-		p.Serving.Identity = t.(target.Federator).WorkloadIdentity(p.Identity.ClientID)
+	if id := r.resolveIdentity(t, options); id != nil {
+		p.Identities = append(p.Identities, *id)
+		if p.Serving != nil {
+			p.Serving.Identity = t.(target.Federator).WorkloadIdentity(id.ClientID)
+		}
 	}
+	p.Identities = append(p.Identities, r.addOnIdentities(p)...)
 	// Both checks read the GPU stack's charts: not when it was reported.
 	gpuStackOK := !r.broken(key("platform")) && !r.reported(key("platform").Child("gpuStack"))
 	if p.Policies != nil && gpuStackOK && !r.broken(key("serving")) && !r.broken(key("batchJobs")) {
@@ -181,7 +185,41 @@ func (r *resolver) resolveIdentity(t target.Target, o serving.Options) *target.I
 		return nil
 	}
 	return &target.Identity{Namespace: o.Namespace, ServiceAccount: serving.DownloadServiceAccount,
-		ClientID: st.ClientID, Name: st.IdentityName, ResourceGroup: st.IdentityResourceGroup}
+		ClientID: st.ClientID, Name: st.IdentityName, ResourceGroup: st.IdentityResourceGroup,
+		Resource: "weights-download", Key: p.Child("clientId").String(), Who: "the weight download", Instead: "use storage.accountKey"}
+}
+
+// addOnIdentities are the service accounts of the add-ons that sign in
+// with workload identity: each backed-up pgvector database's cluster
+// (CloudNativePG names its service account after the cluster,
+// cloudnative-pg v1.30.0 docs/src/security.md) and Velero's server.
+func (r *resolver) addOnIdentities(p *Stack) []target.Identity {
+	var out []target.Identity
+	if v := p.VectorDBs; v != nil && v.Store != nil && !v.Store.Identity.IsZero() {
+		st, at := r.cfg.Storage, key("storage")
+		if st.IdentityName == "" {
+			r.add(fielderr.Required(at.Child("identityName"), "required with clientId: the managed identity's name, to federate it with the pgvector databases' service accounts"))
+			return out
+		}
+		for _, s := range v.Specs {
+			if s.Backup != "" && s.Kind == vectordb.PGVector {
+				out = append(out, target.Identity{Namespace: s.Namespace, ServiceAccount: s.Name, ClientID: st.ClientID, Name: st.IdentityName,
+					ResourceGroup: st.IdentityResourceGroup, Resource: "vectordb-" + s.Name, Key: at.Child("clientId").String(),
+					Who: "pgvector " + s.Name + "'s backups", Instead: "use storage.accountKey"})
+			}
+		}
+	}
+	if b := p.Backup; b != nil && !b.Identity.IsZero() {
+		l, at := b.Spec.Location, key("backup").Child("location")
+		if l.IdentityName == "" {
+			r.add(fielderr.Required(at.Child("identityName"), "required with clientId: the managed identity's name, to federate it with Velero's %s service account", backup.ServerServiceAccount))
+			return out
+		}
+		out = append(out, target.Identity{Namespace: b.Spec.Namespace, ServiceAccount: backup.ServerServiceAccount, ClientID: l.ClientID,
+			Name: l.IdentityName, ResourceGroup: l.IdentityResourceGroup, Resource: "velero", Key: at.Child("clientId").String(),
+			Who: "Velero", Instead: "use keys"})
+	}
+	return out
 }
 
 // Why a clientId is refused on a target that cannot federate identities

@@ -47,9 +47,9 @@ func Program(ctx *pulumi.Context) error {
 // Deploy registers a plan: the target's providers and pools, the workload
 // side on top of them, and the stack outputs.
 func Deploy(ctx *pulumi.Context, p *plan.Stack) error {
-	if p.Identity != nil {
+	for _, id := range p.Identities {
 		// checked by the plan: only a Federator gets an identity
-		if _, err := p.Target.(target.Federator).Federate(ctx, p.Cluster, *p.Identity); err != nil {
+		if _, err := p.Target.(target.Federator).Federate(ctx, p.Cluster, id); err != nil {
 			return err
 		}
 	}

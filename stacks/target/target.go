@@ -73,6 +73,10 @@ type Identity struct {
 	// ClientID is the identity's client ID, Name and ResourceGroup where
 	// it lives ("": the cluster's resource group).
 	ClientID, Name, ResourceGroup string
+	// Resource names the trust's resource ("<Resource>-federation"); Key
+	// is the config key that asked for it, Who what signs in with it and
+	// Instead what to use where the cluster cannot federate.
+	Resource, Key, Who, Instead string
 }
 
 // Subject is the token subject Kubernetes issues to the service account.

@@ -40,11 +40,11 @@ func (Target) Federate(ctx *pulumi.Context, c target.Cluster, id target.Identity
 	if err != nil {
 		return nil, fmt.Errorf("aks cluster %s/%s: %w", cluster.ResourceGroup, cluster.ClusterName, err)
 	}
-	issuer, err := Issuer(cluster, mc)
+	issuer, err := Issuer(cluster, mc, id)
 	if err != nil {
 		return nil, err
 	}
-	name := "weights-download-federation"
+	name := id.Resource + "-federation"
 	fic, err := managedidentity.NewFederatedIdentityCredential(ctx, name, FederationArgs(cluster, id, issuer), pulumi.Version(AzureNativeVersion))
 	if err != nil {
 		return nil, fmt.Errorf("federated identity credential %s: %w", name, err)
@@ -55,7 +55,7 @@ func (Target) Federate(ctx *pulumi.Context, c target.Cluster, id target.Identity
 // Issuer is the cluster's OIDC issuer URL, or what to enable: Entra ID
 // only trusts tokens of an issuer it can reach, and only the workload
 // identity webhook puts the federated token into the download's pod.
-func Issuer(c *Cluster, mc *containerservice.LookupManagedClusterResult) (string, error) {
+func Issuer(c *Cluster, mc *containerservice.LookupManagedClusterResult, id target.Identity) (string, error) {
 	var missing []string
 	issuer := ""
 	if p := mc.OidcIssuerProfile; p == nil || p.Enabled == nil || !*p.Enabled || p.IssuerURL == "" {
@@ -67,8 +67,8 @@ func Issuer(c *Cluster, mc *containerservice.LookupManagedClusterResult) (string
 		missing = append(missing, "--enable-workload-identity")
 	}
 	if len(missing) > 0 {
-		return "", fmt.Errorf("gpu-node-pools:storage.clientId: the weight download signs in with workload identity, which AKS cluster %s does not offer: run az aks update -g %s -n %s %s, or use storage.accountKey",
-			c.ClusterName, c.ResourceGroup, c.ClusterName, strings.Join(missing, " "))
+		return "", fmt.Errorf("%s: %s signs in with workload identity, which AKS cluster %s does not offer: run az aks update -g %s -n %s %s, or %s",
+			id.Key, id.Who, c.ClusterName, c.ResourceGroup, c.ClusterName, strings.Join(missing, " "), id.Instead)
 	}
 	return issuer, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natron/gpu-node-pools/stacks/target"
 	containerservice "github.com/pulumi/pulumi-azure-native-sdk/containerservice/v2"
 )
 
@@ -40,7 +41,7 @@ func TestIssuer(t *testing.T) {
 		{"webhook off", containerservice.LookupManagedClusterResult{OidcIssuerProfile: &containerservice.ManagedClusterOIDCIssuerProfileResponse{Enabled: &on, IssuerURL: "https://issuer/"}, SecurityProfile: wi(&off)}, "-n aks --enable-workload-identity,"},
 		{"neither", containerservice.LookupManagedClusterResult{}, "--enable-oidc-issuer --enable-workload-identity, or use storage.accountKey"},
 	} {
-		got, err := Issuer(c, &tc.mc)
+		got, err := Issuer(c, &tc.mc, target.Identity{Key: "gpu-node-pools:storage.clientId", Who: "the weight download", Instead: "use storage.accountKey"})
 		if err != nil {
 			got = err.Error()
 		}
