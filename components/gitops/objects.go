@@ -29,7 +29,11 @@ var Layers = []Layer{
 
 // Classify is the layer of an object, by its apiVersion and kind. Built-in
 // means a group the Kubernetes API server serves itself (client-go's
-// scheme, which registers every built-in group).
+// scheme, which registers every built-in group). ExternalSecrets go with
+// the built-in objects: the pods of that layer read the Secrets they make
+// (a pod whose Secret came a layer later would never start, and its layer
+// never become healthy), and their CRD and operator are the platform's,
+// there before the tree.
 func Classify(apiVersion, kind string) Layer {
 	if kind == "Namespace" || kind == "CustomResourceDefinition" {
 		return Layers[0]
@@ -38,11 +42,14 @@ func Classify(apiVersion, kind string) Layer {
 	if !found {
 		group = "" // the core group: v1
 	}
-	if scheme.Scheme.IsGroupRegistered(group) {
+	if scheme.Scheme.IsGroupRegistered(group) || (group == ExternalSecretsGroup && kind == "ExternalSecret") {
 		return Layers[1]
 	}
 	return Layers[2]
 }
+
+// ExternalSecretsGroup is the External Secrets Operator's API group.
+const ExternalSecretsGroup = "external-secrets.io"
 
 // Trees are the rendered trees the tool syncs, each to its own cluster.
 const (

@@ -55,7 +55,7 @@ func (r *registrar) registerCache(m Engine) (pulumi.Resource, error) {
 func (r *registrar) registerEngine(m Engine, claim pulumi.Resource) (pulumi.Resource, error) {
 	rel := r.plan.Source.Release(Release(m.Name), r.plan.Options.Charts.VLLMStack, VLLMValues(m))
 	chart, err := helm.Install(r.ctx, r.name+"-"+m.Name, rel, r.ns, r.plan.Source,
-		append(r.after(r.namespaces[podsecurity.Serving], claim), pulumi.Transforms([]pulumi.ResourceTransform{LeaveReplicasToKEDA}))...)
+		append(r.after(r.namespaces[podsecurity.Serving], claim), pulumi.Transforms([]pulumi.ResourceTransform{LeaveReplicasToKEDA, ProgressDeadline(m)}))...)
 	if err != nil {
 		return nil, fmt.Errorf("vllm-stack %s: %w", m.Name, err)
 	}

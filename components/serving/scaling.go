@@ -99,6 +99,31 @@ func LeaveReplicasToKEDA(_ context.Context, a *pulumi.ResourceTransformArgs) *pu
 	return &pulumi.ResourceTransformResult{Props: props, Opts: a.Opts}
 }
 
+// ProgressDeadline is a transform of a model's chart: the engine
+// Deployment's progressDeadlineSeconds, which the chart fixes at 1200
+// (vllm-stack 0.1.12 templates/deployment-vllm-multi.yaml), becomes the
+// model's cold start. A new replica waits for a GPU node, the image and
+// the weights far longer than 20 minutes, and a Deployment without
+// progress for its deadline is marked ProgressDeadlineExceeded, which
+// Argo CD judges Degraded (gitops-engine pkg/health/health_deployment.go)
+// and Flux's wait a failure: the sync stops there.
+func ProgressDeadline(e Engine) pulumi.ResourceTransform {
+	return func(_ context.Context, a *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
+		if a.Type != "kubernetes:apps/v1:Deployment" {
+			return nil
+		}
+		spec, ok := a.Props["spec"].(pulumi.Map)
+		if !ok {
+			return nil
+		}
+		spec = maps.Clone(spec)
+		spec["progressDeadlineSeconds"] = pulumi.Int(ColdStartSeconds(e))
+		props := maps.Clone(a.Props)
+		props["spec"] = spec
+		return &pulumi.ResourceTransformResult{Props: props, Opts: a.Opts}
+	}
+}
+
 // WithoutReplicas is a Deployment's inputs without spec.replicas, and
 // whether there was one.
 func WithoutReplicas(props pulumi.Map) (pulumi.Map, bool) {
