@@ -11,7 +11,6 @@ import (
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/testkit/pooltest"
-	"github.com/natron/gpu-node-pools/stacks/target"
 )
 
 // vllmFlag is one option of `vllm serve` as vLLM v0.11.0 (the pinned image,
@@ -209,14 +208,14 @@ func TestQuantizedModelsRunOnMarlin(t *testing.T) {
 	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
 	for _, tc := range []struct {
 		sku        string
-		target     target.Target
+		pool       gpupool.Facts
 		capability int
 	}{
-		{"h100-80gb-x8", pooltest.Natron, 90},
-		{"Standard_NC24ads_A100_v4", pooltest.AKS, 80},
-		{"Standard_NC4as_T4_v3", pooltest.AKS, 75},
+		{"h100-80gb-x8", pooltest.Resolved(t, pooltest.Natron, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts, 90},
+		{"Standard_NC24ads_A100_v4", pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: "infer", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2}).Facts, 80},
+		{"Standard_NC4as_T4_v3", pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: "infer", SKU: "Standard_NC4as_T4_v3", MaxNodes: 2}).Facts, 75},
 	} {
-		pool := pooltest.Resolved(t, tc.target, gpupool.Spec{Name: "infer", SKU: tc.sku, MaxNodes: 2}).Facts
+		pool := tc.pool
 		if pool.ComputeCapability != tc.capability {
 			t.Fatalf("%s: compute capability %d, want %d", tc.sku, pool.ComputeCapability, tc.capability)
 		}
