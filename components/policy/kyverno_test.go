@@ -107,7 +107,13 @@ func TestPoliciesInKyverno(t *testing.T) {
 		{pod: pod{name: "gpu-dockerhub-library", ns: "team-a", gpu: "nvidia.com/gpu", image: "python:3.12"}, fail: []string{gpuImages}, toleration: true},
 		{pod: pod{name: "gpu-privileged", ns: "team-a", gpu: "nvidia.com/gpu", privileged: true}, fail: []string{priv}, toleration: true},
 		{pod: pod{name: "cpu-tolerates-gpu", ns: "team-a", tolerations: []any{gpuTol}}, fail: []string{taint}},
-		{pod: pod{name: "cpu-tolerates-all", ns: "team-a", tolerations: []any{wildcard}}, fail: []string{taint}},
+		// a pod that tolerates everything is a cluster component, not aimed
+		// at GPU nodes: Calico's Typha, a Deployment with the operator's
+		// TolerateAll ([{operator: Exists}], tigera/operator
+		// pkg/render/common/meta/meta.go, used by pkg/render/typha.go),
+		// must reschedule on a cluster with GPU pools
+		{pod: pod{name: "cpu-tolerates-all", ns: "team-a", tolerations: []any{wildcard}}},
+		{pod: pod{name: "calico-typha", ns: "calico-system", kind: "Deployment", image: "quay.io/calico/typha:v3.30.0", tolerations: []any{wildcard}}},
 		{pod: pod{name: "cpu-tolerates-privileged", ns: "team-a", tolerations: []any{gpuTol}, privileged: true, image: "quay.io/x/y:1"},
 			fail: []string{taint, priv, gpuImages}},
 		// a CPU pod that stays off GPU nodes is none of our business...

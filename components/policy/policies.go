@@ -186,12 +186,12 @@ func gpuToleration() map[string]any {
 func gpuTaint(r Resolved) map[string]any {
 	exempt := r.exempt(r.GPUTaint.ExemptNamespaces)
 	return clusterPolicy(GPUTaintName, "GPU nodes for GPU pods",
-		"Pods that tolerate "+gpupool.GPUTaint+" without requesting a GPU are rejected, outside "+
-			strings.Join(exempt, ", ")+" and DaemonSets.",
+		"Pods that tolerate "+gpupool.GPUTaint+" by its key without requesting a GPU are rejected, outside "+
+			strings.Join(exempt, ", ")+" and DaemonSets. A pod that tolerates every taint is a cluster component (a CNI's control plane), admitted.",
 		noDaemonSetAutogen,
 		validateRule(RuleTaintNeedsGPU, r.GPUTaint.Action, podMatch(nil), exclude(exempt),
-			[]any{celContainers, celGPU, celTolerates, celDaemonSet},
-			"!variables.tolerates || variables.gpu || variables.daemonSet",
+			[]any{celContainers, celGPU, celTargetsGPUNodes, celDaemonSet},
+			"!variables.targetsGPUNodes || variables.gpu || variables.daemonSet",
 			"only pods that request nvidia.com/gpu may tolerate the GPU taint "+gpupool.GPUTaint))
 }
 
