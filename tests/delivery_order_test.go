@@ -16,6 +16,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/stacks/automation"
+	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 )
 
@@ -107,13 +108,7 @@ func dig1(v any, path ...string) any {
 // healthy, and the later layer is never applied. Secrets made at run time
 // by a controller of an earlier layer are named with the controller.
 func TestDeliveryOrderProvidesWhatPodsRead(t *testing.T) {
-	e, _ := recordingEngine(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	dir := filepath.Join(t.TempDir(), "rendered")
-	if _, err := automation.Render(ctx, "dev", devConfig(t, dir), e); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := renderDev(t)
 	provided := map[string]int{} // namespace/Kind/name -> layer
 	type pod struct {
 		where string
@@ -189,14 +184,7 @@ func cmpOr(a, b string) string {
 // which Argo CD judges Degraded (gitops-engine pkg/health/
 // health_deployment.go) and Flux's wait a failure.
 func TestEngineDeadlineCoversTheColdStart(t *testing.T) {
-	e, _ := recordingEngine(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	dir := filepath.Join(t.TempDir(), "rendered")
-	cfg := devConfig(t, dir)
-	if _, err := automation.Render(ctx, "dev", cfg, e); err != nil {
-		t.Fatal(err)
-	}
+	dir, cfg := renderDev(t)
 	p, err := plan.Resolve(cfg, "dev")
 	if err != nil {
 		t.Fatal(err)
@@ -222,4 +210,19 @@ func TestEngineDeadlineCoversTheColdStart(t *testing.T) {
 			t.Errorf("engine %s: progressDeadlineSeconds %v, a cold start takes up to %d s: the Deployment goes Degraded on its first start", eng.Name, deadline, cold)
 		}
 	}
+}
+
+// renderDev renders the dev stack through the real engine into a fresh
+// directory, and returns it with the config it rendered.
+func renderDev(t *testing.T) (string, *config.Config) {
+	t.Helper()
+	e, _ := recordingEngine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "rendered")
+	cfg := devConfig(t, dir)
+	if _, err := automation.Render(ctx, "dev", cfg, e); err != nil {
+		t.Fatal(err)
+	}
+	return dir, cfg
 }

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,11 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/natron/gpu-node-pools/stacks/automation"
 )
 
 // The dev stack's rendered trees (workload, management, gitops), as the
@@ -22,13 +18,7 @@ import (
 // the charts' output too, so digests keep the golden small; on a
 // difference the test names the files and keeps the new tree to compare.
 func TestRenderedTreesMatchGolden(t *testing.T) {
-	e, _ := recordingEngine(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	dir := filepath.Join(t.TempDir(), "rendered")
-	if _, err := automation.Render(ctx, "dev", devConfig(t, dir), e); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := renderDev(t)
 	got := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
