@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -130,6 +131,28 @@ func TestEveryWorkloadIdentityIsFederated(t *testing.T) {
 		subject := "system:serviceaccount:" + u.namespace + ":" + u.account
 		if got, ok := federated[subject]; !ok || got != u.clientID {
 			t.Errorf("%s runs as %s, which is not federated with client %s (federated: %v)", u.what, subject, u.clientID, federated)
+		}
+	}
+}
+
+// A missing identityName is one problem even when several service accounts
+// need the identity (the weight download and pgvector's backups), and a
+// missing one elsewhere (Velero's) is reported in the same run.
+func TestMissingIdentityNamesAreEachToldOnce(t *testing.T) {
+	t.Parallel()
+	c := stacktest.ServingAKS()
+	c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": "2f0c8b7a-6e51-4c3d-9a8b-7d6e5f4a3b21"}
+	c["vectorDBs"] = []any{map[string]any{"name": "rag", "size": "10Gi", "backup": "https://acmemodels.blob.core.windows.net/pg/rag"}}
+	c["backup"] = map[string]any{"enabled": true, "install": true, "location": map[string]any{"provider": "azure", "bucket": "velero",
+		"storageAccount": "acmebackups", "resourceGroup": "rg-acme-backup", "clientId": "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21"}}
+	c["policies"] = map[string]any{"enabled": false}
+	_, err := plan.Load(stacktest.Encode(t, c), "test")
+	if err == nil {
+		t.Fatal("loads without the identities' names")
+	}
+	for key, want := range map[string]int{"gpu-node-pools:storage.identityName:": 1, "gpu-node-pools:backup.location.identityName:": 1} {
+		if n := strings.Count(err.Error(), key); n != want {
+			t.Errorf("%s reported %d times, want %d:\n%v", key, n, want, err)
 		}
 	}
 }

@@ -180,8 +180,7 @@ func (r *resolver) resolveIdentity(t target.Target, o serving.Options) *target.I
 	if _, ok := r.federator(t, p.Child("clientId"), st.ClientID, storageIdentityRefused); !ok {
 		return nil
 	}
-	if st.IdentityName == "" {
-		r.add(fielderr.Required(p.Child("identityName"), "required with clientId: the managed identity's name, to federate it with the "+serving.DownloadServiceAccount+" service account"))
+	if !r.identityNamed(p, st.IdentityName, "the "+serving.DownloadServiceAccount+" service account") {
 		return nil
 	}
 	return &target.Identity{Namespace: o.Namespace, ServiceAccount: serving.DownloadServiceAccount,
@@ -197,12 +196,8 @@ func (r *resolver) addOnIdentities(p *Stack) []target.Identity {
 	var out []target.Identity
 	if v := p.VectorDBs; v != nil && v.Store != nil && !v.Store.Identity.IsZero() {
 		st, at := r.cfg.Storage, key("storage")
-		if st.IdentityName == "" {
-			r.add(fielderr.Required(at.Child("identityName"), "required with clientId: the managed identity's name, to federate it with the pgvector databases' service accounts"))
-			return out
-		}
 		for _, s := range v.Specs {
-			if s.Backup != "" && s.Kind == vectordb.PGVector {
+			if s.Backup != "" && s.Kind == vectordb.PGVector && r.identityNamed(at, st.IdentityName, "the pgvector databases' service accounts") {
 				out = append(out, target.Identity{Namespace: s.Namespace, ServiceAccount: s.Name, ClientID: st.ClientID, Name: st.IdentityName,
 					ResourceGroup: st.IdentityResourceGroup, Resource: "vectordb-" + s.Name, Key: at.Child("clientId").String(),
 					Who: "pgvector " + s.Name + "'s backups", Instead: "use storage.accountKey"})
@@ -211,8 +206,7 @@ func (r *resolver) addOnIdentities(p *Stack) []target.Identity {
 	}
 	if b := p.Backup; b != nil && !b.Identity.IsZero() {
 		l, at := b.Spec.Location, key("backup").Child("location")
-		if l.IdentityName == "" {
-			r.add(fielderr.Required(at.Child("identityName"), "required with clientId: the managed identity's name, to federate it with Velero's %s service account", backup.ServerServiceAccount))
+		if !r.identityNamed(at, l.IdentityName, "Velero's "+backup.ServerServiceAccount+" service account") {
 			return out
 		}
 		out = append(out, target.Identity{Namespace: b.Spec.Namespace, ServiceAccount: backup.ServerServiceAccount, ClientID: l.ClientID,
@@ -220,6 +214,16 @@ func (r *resolver) addOnIdentities(p *Stack) []target.Identity {
 			Who: "Velero", Instead: "use keys"})
 	}
 	return out
+}
+
+// identityNamed reports whether the block at p names the managed identity
+// its clientId belongs to; when it does not, the problem is told once,
+// whichever service account (sa) asks first.
+func (r *resolver) identityNamed(p *field.Path, name, sa string) bool {
+	if name == "" && !r.reported(p.Child("identityName")) {
+		r.add(fielderr.Required(p.Child("identityName"), "required with clientId: the managed identity's name, to federate it with %s", sa))
+	}
+	return name != ""
 }
 
 // Why a clientId is refused on a target that cannot federate identities
