@@ -47,9 +47,9 @@ func Program(ctx *pulumi.Context) error {
 // Deploy registers a plan: the target's providers and pools, the workload
 // side on top of them, and the stack outputs.
 func Deploy(ctx *pulumi.Context, p *plan.Stack) error {
-	for _, id := range p.Identities {
+	if len(p.Identities) > 0 {
 		// checked by the plan: only a Federator gets an identity
-		if _, err := p.Target.(target.Federator).Federate(ctx, p.Cluster, id); err != nil {
+		if _, err := p.Target.(target.Federator).Federate(ctx, p.Cluster, p.Identities); err != nil {
 			return err
 		}
 	}

@@ -93,10 +93,11 @@ type PriceRefresher interface {
 }
 
 // Federator is a target whose clusters can federate a service account with
-// a cloud identity. Federate checks the cluster can (it fails, naming what
-// to enable, before anything is registered) and registers the trust.
+// a cloud identity. Federate checks once that the cluster can (it fails,
+// naming what to enable, before anything is registered) and registers the
+// trust of each identity.
 type Federator interface {
-	Federate(ctx *pulumi.Context, c Cluster, id Identity) (pulumi.Resource, error)
+	Federate(ctx *pulumi.Context, c Cluster, ids []Identity) ([]pulumi.Resource, error)
 	// WorkloadIdentity is what a pod and its service account carry to
 	// sign in as the identity with this client ID.
 	WorkloadIdentity(clientID string) kube.WorkloadIdentity

@@ -24,12 +24,16 @@ const AzureNativeVersion = "2.82.0"
 // TokenAudience is the audience Entra ID accepts federated tokens for.
 const TokenAudience = "api://AzureADTokenExchange"
 
-// Federate trusts the cluster's service-account tokens for the managed
+// Federate trusts the cluster's service-account tokens for each managed
 // identity: a federated identity credential on the identity, for the
 // cluster's OIDC issuer and the service account's subject. It reads the
-// cluster first and fails, before registering anything, when the issuer
-// or workload identity is off.
-func (Target) Federate(ctx *pulumi.Context, c target.Cluster, id target.Identity) (pulumi.Resource, error) {
+// cluster once, first, and fails before registering anything when the
+// issuer or workload identity is off (naming the first identity's key:
+// every identity needs the same).
+func (Target) Federate(ctx *pulumi.Context, c target.Cluster, ids []target.Identity) ([]pulumi.Resource, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	cluster, ok := c.(*Cluster)
 	if !ok {
 		return nil, fmt.Errorf("aks federation: the cluster block is %T, want *aks.Cluster", c)
@@ -40,16 +44,20 @@ func (Target) Federate(ctx *pulumi.Context, c target.Cluster, id target.Identity
 	if err != nil {
 		return nil, fmt.Errorf("aks cluster %s/%s: %w", cluster.ResourceGroup, cluster.ClusterName, err)
 	}
-	issuer, err := Issuer(cluster, mc, id)
+	issuer, err := Issuer(cluster, mc, ids[0])
 	if err != nil {
 		return nil, err
 	}
-	name := id.Resource + "-federation"
-	fic, err := managedidentity.NewFederatedIdentityCredential(ctx, name, FederationArgs(cluster, id, issuer), pulumi.Version(AzureNativeVersion))
-	if err != nil {
-		return nil, fmt.Errorf("federated identity credential %s: %w", name, err)
+	var out []pulumi.Resource
+	for _, id := range ids {
+		name := id.Resource + "-federation"
+		fic, err := managedidentity.NewFederatedIdentityCredential(ctx, name, FederationArgs(cluster, id, issuer), pulumi.Version(AzureNativeVersion))
+		if err != nil {
+			return nil, fmt.Errorf("federated identity credential %s: %w", name, err)
+		}
+		out = append(out, fic)
 	}
-	return fic, nil
+	return out, nil
 }
 
 // Issuer is the cluster's OIDC issuer URL, or what to enable: Entra ID
