@@ -118,7 +118,7 @@ func (s Spec) Validate(p *field.Path, labelDomains []string) field.ErrorList {
 		errs = append(errs, fielderr.NotSupported(p.Child("migProfile"), string(s.MIGProfile), catalog.MIGProfiles))
 	}
 	reserved := append(slices.Clone(ownLabelDomains), labelDomains...)
-	errs = append(errs, fielderr.Labels(p.Child("labels"), s.Labels, func(k string) bool { return ReservedLabel(k, reserved) }, reserved)...)
+	errs = append(errs, fielderr.Labels(p.Child("labels"), s.Labels, func(k string) bool { return ReservedLabel(k, labelDomains) }, reserved)...)
 	switch ts := p.Child("timeSlicing"); {
 	case s.TimeSlicing == 0:
 	case s.TimeSlicing < 2 || s.TimeSlicing > MaxTimeSlicing:
