@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -79,19 +78,13 @@ func movedKeys(p *field.Path, keys map[string]json.RawMessage, block json.RawMes
 	}
 	var warnings []string
 	var errs field.ErrorList
-	shared := jsonKeys(reflect.TypeFor[gpupool.Spec]())
-	for _, k := range jsonKeys(reflect.TypeOf(opts)) {
-		v, set := keys[k]
-		if !set || slices.Contains(shared, k) {
+	for _, kv := range topLevel(keys, opts) {
+		if _, both := inBlock[kv.key]; both {
+			errs = append(errs, fielderr.Duplicate(p.Child(kv.key), jsonValue(kv.value), "set in both %s and %s: keep %s", p.Child(kv.key), p.Child(name, kv.key), p.Child(name, kv.key)))
 			continue
 		}
-		delete(keys, k)
-		if _, both := inBlock[k]; both {
-			errs = append(errs, fielderr.Duplicate(p.Child(k), jsonValue(v), "set in both %s and %s: keep %s", p.Child(k), p.Child(name, k), p.Child(name, k)))
-			continue
-		}
-		inBlock[k] = v
-		warnings = append(warnings, fmt.Sprintf("%s is deprecated: it moved to %s, where it is read from now; move it there", p.Child(k), p.Child(name, k)))
+		inBlock[kv.key] = kv.value
+		warnings = append(warnings, fmt.Sprintf("%s is deprecated: it moved to %s, where it is read from now; move it there", p.Child(kv.key), p.Child(name, kv.key)))
 	}
 	if len(warnings) == 0 && len(errs) == 0 {
 		return block, nil, nil
@@ -104,14 +97,35 @@ func movedKeys(p *field.Path, keys map[string]json.RawMessage, block json.RawMes
 // the pool's top level, where they were before that target had its block.
 func othersKeys(p *field.Path, keys map[string]json.RawMessage, name string, opts gpupool.Options) field.ErrorList {
 	var errs field.ErrorList
-	shared := jsonKeys(reflect.TypeFor[gpupool.Spec]())
-	for _, k := range jsonKeys(reflect.TypeOf(opts)) {
-		if v, set := keys[k]; set && !slices.Contains(shared, k) {
-			delete(keys, k)
-			errs = append(errs, fielderr.Forbidden(p.Child(k), jsonValue(v), "only used when target is %s (%s)", name, p.Child(name, k)))
-		}
+	for _, kv := range topLevel(keys, opts) {
+		errs = append(errs, fielderr.Forbidden(p.Child(kv.key), jsonValue(kv.value), "only used when target is %s (%s)", name, p.Child(name, kv.key)))
 	}
 	return errs
+}
+
+type keyValue struct {
+	key   string
+	value json.RawMessage
+}
+
+// topLevel removes from a pool's keys, and returns in the options' field
+// order, those of a target's block (opts) that the pool sets at its top
+// level and the shared pool spec does not have.
+func topLevel(keys map[string]json.RawMessage, opts gpupool.Options) []keyValue {
+	shared, _ := jsonFields(reflect.TypeFor[gpupool.Spec]())
+	t := reflect.TypeOf(opts)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	own, _ := jsonFields(t)
+	var out []keyValue
+	for _, k := range own {
+		if v, set := keys[k]; set && !slices.Contains(shared, k) {
+			delete(keys, k)
+			out = append(out, keyValue{k, v})
+		}
+	}
+	return out
 }
 
 // jsonValue is a JSON value as problems quote it (a list of strings
@@ -124,19 +138,4 @@ func jsonValue(v json.RawMessage) any {
 	var value any
 	_ = json.Unmarshal(v, &value)
 	return value
-}
-
-// jsonKeys are the JSON keys of a struct type's fields.
-func jsonKeys(t reflect.Type) []string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	var out []string
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			out = append(out, name)
-		}
-	}
-	return out
 }
