@@ -15,7 +15,8 @@ import (
 
 // The download Job's own script, run by a real shell on a cache directory
 // with a stand-in rclone that records what it copies, and the engine's
-// wait for the weights, run the same way: a first download copies and
+// wait for the weights, run the same way: an upgraded stack's unkeyed copy
+// neither releases the engine nor stays; a first download copies and
 // releases the engine; a rerun copies nothing; a new source is copied
 // again, into a place the engine started for it reads, and the engine of
 // the new source does not start on the old weights.
@@ -70,10 +71,26 @@ func TestDownloadFollowsTheSource(t *testing.T) {
 		return strings.Fields(string(b))
 	}
 	v1, v2 := engine("s3://models/llama/v1"), engine("s3://models/llama/v2")
+	// a cache as the program filled it before weights were keyed by
+	// source: the files and the marker at the model's own directory
+	legacy := filepath.Join(cache, "llama")
+	if err := os.MkdirAll(legacy, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{".complete", "weights"} {
+		if err := os.WriteFile(filepath.Join(legacy, f), []byte("unkeyed"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if ready(v1) {
-		t.Fatal("the engine starts before any download")
+		t.Fatal("the engine starts before any download (on an unkeyed copy)")
 	}
 	download(v1)
+	for _, f := range []string{".complete", "weights"} {
+		if _, err := os.Stat(filepath.Join(legacy, f)); err == nil {
+			t.Errorf("the unkeyed copy's %s is left in the cache", f)
+		}
+	}
 	download(v1)
 	if got := recorded(); len(got) != 1 {
 		t.Errorf("two runs for one source copied %v, want one copy", got)
