@@ -50,7 +50,8 @@ lint:
 	.ci/toolchain/actionlint.sh
 
 # The engine, API-server, scheduling and policy tests need the pinned
-# toolchain, kube-apiserver, kube-scheduler, etcd, KWOK and the Kyverno CLI:
+# toolchain, kube-apiserver, kube-scheduler, etcd, KWOK, the Kyverno CLI and
+# the External Secrets Operator:
 # each builds once per version into the per-user cache.
 unit:
 	GPU_NODE_POOLS_PULUMI_BIN="$$(.ci/toolchain/install.sh | tail -n 1)" \
@@ -58,6 +59,7 @@ unit:
 	GPU_NODE_POOLS_ETCD_BIN="$$(.ci/toolchain/etcd.sh | tail -n 1)" \
 	GPU_NODE_POOLS_KYVERNO_BIN="$$(.ci/toolchain/kyverno.sh | tail -n 1)" \
 	GPU_NODE_POOLS_KWOK_BIN="$$(.ci/toolchain/kwok.sh | tail -n 1)" \
+	GPU_NODE_POOLS_ESO_BIN="$$(.ci/toolchain/external-secrets.sh | tail -n 1)" \
 	go test -count=1 -timeout 45m ./...
 
 # Each fuzz target for FUZZTIME executions; a crasher lands in

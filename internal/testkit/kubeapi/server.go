@@ -41,9 +41,10 @@ var apiControllers = []string{"garbage-collector-controller", "namespace-control
 // schedulingControllers are what running pods needs besides: node
 // lifecycle (it lifts the not-ready taint the API server gives a new Node
 // once KWOK reports it Ready), service accounts (pods are refused in a
-// namespace without its default one), the workload controllers that make
+// namespace without its default one), the root CA publisher (every pod's
+// token volume reads its kube-root-ca.crt), the workload controllers that make
 // pods, and the binder of claims to static volumes.
-var schedulingControllers = []string{"node-lifecycle-controller", "serviceaccount-controller", "deployment-controller",
+var schedulingControllers = []string{"node-lifecycle-controller", "serviceaccount-controller", "root-ca-certificate-publisher-controller", "deployment-controller",
 	"replicaset-controller", "job-controller", "cronjob-controller", "daemonset-controller", "persistentvolume-binder-controller"}
 
 // Server is a running API server.
@@ -52,6 +53,7 @@ type Server struct {
 	Kubeconfig string // file
 	dir        string
 	kubectl    string
+	gate       *inputsGate
 }
 
 // KubeconfigYAML is the admin kubeconfig's content.
@@ -72,11 +74,26 @@ func Start(t testing.TB) *Server {
 	return startServer(t, apiControllers)
 }
 
+// Option changes what a simulated cluster does.
+type Option func(*options)
+
+type options struct{ inputs bool }
+
+// WithInputsGate starts a pod's containers only once the Secrets and
+// ConfigMaps it reads exist, as the kubelet does (see inputsGate): without
+// it KWOK runs every bound pod, so a delivery order that leaves a pod
+// without its Secret would look healthy.
+func WithInputsGate() Option { return func(o *options) { o.inputs = true } }
+
 // StartCluster is Start plus what makes pods run, with no kubelet: the real
 // kube-scheduler, KWOK (which keeps every Node Ready and marks the pods
 // bound to them Running) and the controllers scheduling needs.
-func StartCluster(t testing.TB) *Server {
+func StartCluster(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	kwokBin := os.Getenv(KwokBinEnv)
 	if kwokBin == "" {
 		pulumitest.Missing(t, "a simulated cluster needs %s: run `make test`, which builds kwok once", KwokBinEnv)
@@ -86,9 +103,14 @@ func StartCluster(t testing.TB) *Server {
 	start(t, s.dir, "kube-scheduler", filepath.Join(kubeBin, "kube-scheduler"),
 		"--kubeconfig", s.Kubeconfig, "--authentication-kubeconfig", s.Kubeconfig, "--authorization-kubeconfig", s.Kubeconfig,
 		"--secure-port", "0", "--leader-elect=false")
+	stages := filepath.Join(kwokBin, "stages.yaml")
+	if o.inputs {
+		stages = gatedStages(t, stages, s.dir)
+		s.startInputsGate(t)
+	}
 	start(t, s.dir, "kwok", filepath.Join(kwokBin, "kwok"),
 		"--kubeconfig", s.Kubeconfig, "--manage-all-nodes=true", "--server-address", "127.0.0.1:0",
-		"--config", filepath.Join(kwokBin, "stages.yaml"))
+		"--config", stages)
 	return s
 }
 
@@ -184,20 +206,39 @@ current-context: test
 		"--controllers", strings.Join(controllers, ","),
 		"--service-account-private-key-file", p.saKey, "--root-ca-file", p.caCert,
 		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(freePort(t)),
-		"--use-service-account-credentials=false")
+		"--use-service-account-credentials=false",
+		// KWOK renews a node's status about once a minute, past the default
+		// 50 s grace: the node lifecycle controller then marked every node
+		// NotReady in turn and every pod on it not Ready, which no kubelet
+		// here undoes, so no Deployment ever became available.
+		"--node-monitor-grace-period", "10m")
 	return s
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
+// StartController runs a controller binary against the server, with
+// KUBECONFIG naming its admin kubeconfig, and stops it when the test ends;
+// its log is Log(name).
+func (s *Server) StartController(t testing.TB, name, bin string, args ...string) {
+	t.Helper()
+	startEnv(t, s.dir, name, bin, []string{"KUBECONFIG=" + s.Kubeconfig}, args...)
+}
+
 // start runs a process in its own process group and stops it at cleanup.
 func start(t testing.TB, dir, name, bin string, args ...string) {
+	t.Helper()
+	startEnv(t, dir, name, bin, nil, args...)
+}
+
+func startEnv(t testing.TB, dir, name, bin string, env []string, args ...string) {
 	t.Helper()
 	log, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,190 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/natron/gpu-node-pools/components/gitops"
+	"github.com/natron/gpu-node-pools/internal/testkit/delivery"
+	"github.com/natron/gpu-node-pools/stacks/config"
+)
+
+// converged is a first delivery of a stack with tool that converged: the
+// render directory, the cluster and the objects delivered.
+func converged(t *testing.T, stack, tool string) (string, *delivery.Cluster) {
+	t.Helper()
+	dir, p := renderFor(t, stack, tool, "")
+	c := hostCluster(t, dir, p)
+	steps, objs := deliver(t, c, dir, tool)
+	if err := delivery.Failed(steps); err != nil {
+		t.Fatalf("the first sync did not complete: %v", err)
+	}
+	requireConverged(t, c, objs)
+	return dir, c
+}
+
+func requireConverged(t *testing.T, c *delivery.Cluster, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), convergeLimit+time.Minute)
+	defer cancel()
+	if problems := c.Converged(ctx, objs, convergeLimit); len(problems) > 0 {
+		t.Fatalf("not converged within %s:\n%s", convergeLimit, strings.Join(problems, "\n"))
+	}
+}
+
+// fillGPUs takes every GPU the running pods leave free on every GPU node
+// with a pod of another model server: the pools have no spare GPU.
+func fillGPUs(t *testing.T, c *delivery.Cluster) int {
+	t.Helper()
+	ctx := context.Background()
+	var nodes corev1.NodeList
+	var pods corev1.PodList
+	if err := c.Client.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Client.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	filled := 0
+	for _, n := range nodes.Items {
+		for res, q := range n.Status.Allocatable {
+			if !strings.HasPrefix(string(res), "nvidia.com/") {
+				continue
+			}
+			free := q.Value()
+			// At the priority of the highest pod there (the model
+			// servers'): the scheduler would preempt a lower one for the
+			// surge pod, and the pool would not be full.
+			priority, class := int32(0), ""
+			for _, p := range pods.Items {
+				if p.Spec.NodeName == n.Name && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+					if p.Spec.Priority != nil && *p.Spec.Priority > priority {
+						priority, class = *p.Spec.Priority, p.Spec.PriorityClassName
+					}
+					for _, ctr := range p.Spec.Containers {
+						free -= ctr.Resources.Requests.Name(res, resource.DecimalSI).Value()
+					}
+				}
+			}
+			if free <= 0 {
+				continue
+			}
+			gpus := corev1.ResourceList{res: *resource.NewQuantity(free, resource.DecimalSI)}
+			filler := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("other-model-%s-%d", n.Name, filled), Namespace: "default"},
+				Spec: corev1.PodSpec{NodeName: n.Name, Containers: []corev1.Container{{Name: "job", Image: "busybox",
+					Resources: corev1.ResourceRequirements{Requests: gpus, Limits: gpus}}},
+					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}, PriorityClassName: class},
+			}
+			if err := c.Client.Create(ctx, filler); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("node %s: %d %s taken by another model server", n.Name, free, res)
+			filled++
+		}
+	}
+	return filled
+}
+
+// engineImages are the images of the running vLLM engine pods.
+func engineImages(t *testing.T, c *delivery.Cluster) map[string]bool {
+	t.Helper()
+	var pods corev1.PodList
+	if err := c.Client.List(context.Background(), &pods); err != nil {
+		t.Fatal(err)
+	}
+	images := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.Labels["app.kubernetes.io/component"] == "serving-engine" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			images[p.Spec.Containers[0].Image] = true
+		}
+	}
+	return images
+}
+
+// Day 2: a new vLLM image on pools with no spare GPU, through each GitOps
+// tool. The engines roll one pod at a time (maxSurge 0, maxUnavailable 1),
+// so each new pod takes the GPUs its old one frees and the second sync
+// converges with every engine on the new image. Put back as the chart has
+// it (maxSurge 100 %, maxUnavailable 0), the new pod needs GPUs no node
+// has, stays Pending, and the sync fails: the harness sees the strategy.
+func TestDay2ImageTagOnAFullPool(t *testing.T) {
+	const newImage = "vllm/vllm-openai:v0.11.1"
+	for _, tool := range gitops.Tools {
+		for _, chartStrategy := range []bool{false, true} {
+			name := tool
+			if chartStrategy {
+				name += "/chart-strategy"
+			}
+			t.Run(name, func(t *testing.T) {
+				dir, c := converged(t, "dev", tool)
+				if fillGPUs(t, c) == 0 {
+					t.Fatal("no GPU node had a free GPU to fill: the pool was full already or has none")
+				}
+				renderFor(t, "dev", tool, dir, func(cfg *config.Config) { cfg.Serving.Image = newImage })
+				if chartStrategy {
+					surgeAsTheChart(t, dir)
+				}
+				if chartStrategy {
+					c.Limit = time.Minute // the rollout that works takes seconds
+				}
+				steps, objs := deliver(t, c, dir, tool)
+				err := delivery.Failed(steps)
+				if chartStrategy {
+					if err == nil {
+						t.Fatalf("the rollout completed with maxSurge 100 %% on a full pool: the harness does not see the strategy\n%s", c.Srv.Kubectl(t, "get", "pods", "-A", "-o", "wide"))
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("the image change did not sync: %v", err)
+				}
+				requireConverged(t, c, objs)
+				if images := engineImages(t, c); len(images) != 1 || !images[newImage] {
+					t.Errorf("engines run %v after the sync, want only %s", images, newImage)
+				}
+			})
+		}
+	}
+}
+
+// surgeAsTheChart puts the engine Deployments' strategy back to the
+// vllm-stack chart's (0.1.12 templates/_helpers.tpl: maxSurge 100 %,
+// maxUnavailable 0).
+func surgeAsTheChart(t *testing.T, dir string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, gitops.WorkloadTree, "*", "apps_v1-deployment-*-vllm-*.yaml"))
+	if len(files) == 0 {
+		t.Fatal("no engine Deployment in the render")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d map[string]any
+		if err := yaml.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		d["spec"].(map[string]any)["strategy"] = map[string]any{"type": "RollingUpdate",
+			"rollingUpdate": map[string]any{"maxSurge": "100%", "maxUnavailable": 0}}
+		out, err := yaml.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

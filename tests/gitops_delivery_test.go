@@ -1,0 +1,346 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/natron/gpu-node-pools/components/gitops"
+	"github.com/natron/gpu-node-pools/internal/secret"
+	"github.com/natron/gpu-node-pools/internal/testkit/delivery"
+	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
+	"github.com/natron/gpu-node-pools/internal/testkit/nodesim"
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
+	"github.com/natron/gpu-node-pools/stacks/automation"
+	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/plan"
+)
+
+// convergeLimit is the simulated time a first delivery gets to converge on
+// the simulated cluster (fast KWOK stages: a pod starts within seconds of
+// being bound), and each Argo CD wave to become healthy.
+const convergeLimit = 4 * time.Minute
+
+// publishPath is where the tests publish a render in the platform
+// repository.
+const publishPath = "clusters/acme/gpu"
+
+// renderFor renders a stack for GitOps delivery with tool, its Secrets
+// left to External Secrets from the store "platform-vault", into dir (a
+// new one when empty), after the changes (a day-2 edit of the stack).
+func renderFor(t *testing.T, stack, tool, dir string, changes ...func(*config.Config)) (string, *plan.Stack) {
+	t.Helper()
+	cfg := stacktest.Config(t, stack)
+	if dir == "" {
+		dir = filepath.Join(t.TempDir(), "rendered")
+	}
+	cfg.RenderDir = dir
+	cfg.Platform.ChartDir = filepath.Join(pulumitest.SharedDir(t), "charts")
+	g := cfg.GitOps
+	if !g.Set() {
+		g = gitops.Spec{RepoURL: "https://git.example/platform/acme.git"}
+	}
+	g.Tool, g.Path, g.Project = tool, publishPath, ""
+	g.ExternalSecrets = &gitops.ExternalSecrets{Store: "platform-vault"}
+	cfg.GitOps = g
+	if cfg.Serving.APIKey == "" { // the random provider cannot be built here
+		cfg.Serving.APIKey = secret.Secret("sim-api-key")
+	}
+	for _, change := range changes {
+		change(cfg)
+	}
+	e, _ := recordingEngine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if _, err := automation.Render(ctx, stack, cfg, e); err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Resolve(cfg, stack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.RenderDir, p
+}
+
+// hostCluster is a simulated cluster as the customer's platform has it
+// before our delivery: nodes for every pool (as the autoscaler would give
+// the stack's models and jobs) and two CPU nodes, the CRDs and namespaces
+// of the operators the platform runs, a volume for every claim the render
+// makes (the platform's storage provisioner), and the External Secrets
+// Operator with the render's secrets in its store.
+func hostCluster(t *testing.T, dir string, p *plan.Stack) *delivery.Cluster {
+	t.Helper()
+	srv := kubeapi.StartCluster(t, kubeapi.WithInputsGate())
+	var nodes []map[string]any
+	plugin := devicePlugin(p)
+	for _, pool := range p.Pools {
+		for i := range nodesFor(p, pool.Facts) {
+			nodes = append(nodes, nodesim.GPUNode(pool, i, plugin))
+		}
+	}
+	nodes = append(nodes, nodesim.CPUNode("platform-0", 16, 64), nodesim.CPUNode("platform-1", 16, 64))
+	srv.Create(t, nodes...)
+	crds := filepath.Join(pulumitest.SharedDir(t), "crds")
+	srv.ApplyCRDs(t, filepath.Join(crds, "cluster-api"), filepath.Join(crds, "cluster-api-provider-metal3"),
+		filepath.Join(crds, "kyverno", "kyverno.io_clusterpolicies.yaml"), filepath.Join(crds, "cilium", "ciliumnetworkpolicies.yaml"),
+		filepath.Join(crds, "velero"), filepath.Join(crds, "cloudnative-pg"), filepath.Join(crds, "keda-http-add-on"))
+	installMonitoringCRDs(t, srv)
+	installChartCRDs(t, srv, "keda-2.20.2.tgz")
+	var all []*unstructured.Unstructured
+	for _, tree := range []string{gitops.WorkloadTree, gitops.ManagementTree} {
+		if _, err := os.Stat(filepath.Join(dir, tree)); err == nil {
+			objs, err := delivery.Build(filepath.Join(dir, tree))
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, objs...)
+		}
+	}
+	var host []map[string]any
+	declared := map[string]bool{}
+	for _, o := range all {
+		if o.GetKind() == "Namespace" {
+			declared[o.GetName()] = true
+		}
+	}
+	for _, o := range all {
+		if ns := o.GetNamespace(); ns != "" && !declared[ns] {
+			declared[ns] = true // the platform's own (velero, keda, capi-…)
+			host = append(host, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+		}
+		if o.GetKind() == "PersistentVolumeClaim" {
+			host = append(host, volumeFor(o))
+		}
+	}
+	if rc := p.Platform.RuntimeClass(); rc != "" { // the GPU operator's, made at run time
+		host = append(host, map[string]any{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": map[string]any{"name": rc}, "handler": rc})
+	}
+	srv.Create(t, host...)
+	delivery.StartExternalSecrets(t, srv, "platform-vault", delivery.StoreEntries(all))
+	c := delivery.Connect(t, srv)
+	c.Limit = convergeLimit
+	c.Log = func(s delivery.Step) { t.Log(s) }
+	return c
+}
+
+// volumeFor is a static volume bound to a claim.
+func volumeFor(claim *unstructured.Unstructured) map[string]any {
+	spec, _, _ := unstructured.NestedMap(claim.Object, "spec")
+	size, _, _ := unstructured.NestedString(spec, "resources", "requests", "storage")
+	pv := map[string]any{"capacity": map[string]any{"storage": size}, "accessModes": spec["accessModes"],
+		"claimRef": map[string]any{"namespace": claim.GetNamespace(), "name": claim.GetName()},
+		"nfs":      map[string]any{"server": "10.0.0.9", "path": "/" + claim.GetName()}}
+	if sc, ok := spec["storageClassName"]; ok {
+		pv["storageClassName"] = sc
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "PersistentVolume",
+		"metadata": map[string]any{"name": fmt.Sprintf("pv-%s-%s", claim.GetNamespace(), claim.GetName())}, "spec": pv}
+}
+
+// deliver delivers a render's trees with its tool and returns the steps and
+// every object delivered.
+func deliver(t *testing.T, c *delivery.Cluster, dir, tool string) ([]delivery.Step, []*unstructured.Unstructured) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	gitopsObjs, err := delivery.Build(filepath.Join(dir, "gitops"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := delivery.Repo{Root: dir, Path: publishPath}
+	var steps []delivery.Step
+	var delivered []*unstructured.Unstructured
+	switch tool {
+	case gitops.Flux:
+		ks, err := delivery.Kustomizations(gitopsObjs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ks) == 0 {
+			t.Fatal("the render has no Flux Kustomizations")
+		}
+		steps = c.Flux(ctx, repo, ks)
+		for _, k := range ks {
+			local, err := repo.Local(k.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := delivery.Build(local)
+			if err != nil {
+				t.Fatal(err)
+			}
+			delivered = append(delivered, objs...)
+		}
+	case gitops.ArgoCD:
+		apps := delivery.Applications(gitopsObjs)
+		if len(apps) == 0 {
+			t.Fatal("the render has no Argo CD Applications")
+		}
+		for _, a := range apps {
+			local, err := repo.Local(a.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := c.ArgoSync(ctx, "Application "+a.Name, local)
+			steps = append(steps, s...)
+			if delivery.Failed(s) != nil {
+				break
+			}
+			objs, _ := delivery.Build(local)
+			delivered = append(delivered, objs...)
+		}
+	}
+	var lines []string
+	for _, s := range steps {
+		lines = append(lines, s.String())
+	}
+	t.Logf("%s delivery:\n  %s", tool, strings.Join(lines, "\n  "))
+	return steps, delivered
+}
+
+// The first sync of the dev and the prod stack, rendered and delivered by
+// Flux (its own apply-and-wait engine) and by Argo CD (its sync waves and
+// health rules), with the real External Secrets Operator writing the
+// Secrets from the platform's store and the kubelet's rule that a pod
+// starts only with the Secrets and ConfigMaps it reads: every object
+// applied, every Kustomization ready or wave healthy, and then every
+// Deployment available, every Job complete, every ExternalSecret synced,
+// nothing Degraded or Pending, within convergeLimit.
+//
+// The prod stack is not rendered here: its render runs the whole program,
+// and the AKS target needs the azure-native provider plugin, which cannot
+// be built on these machines (its Kubernetes side is applied through the
+// real engine in TestAutomationAgainstAPIServer instead).
+func TestFirstDeliveryConverges(t *testing.T) {
+	for _, stack := range []string{"dev"} {
+		for _, tool := range gitops.Tools {
+			t.Run(stack+"/"+tool, func(t *testing.T) {
+				dir, p := renderFor(t, stack, tool, "")
+				c := hostCluster(t, dir, p)
+				steps, delivered := deliver(t, c, dir, tool)
+				if err := delivery.Failed(steps); err != nil {
+					t.Fatalf("the first sync did not complete: %v", err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), convergeLimit+time.Minute)
+				defer cancel()
+				if problems := c.Converged(ctx, delivered, convergeLimit); len(problems) > 0 {
+					t.Fatalf("not converged within %s:\n%s", convergeLimit, strings.Join(problems, "\n"))
+				}
+			})
+		}
+	}
+}
+
+// moveKind moves every file of kind in a tree from one layer to another,
+// with the layer's sync wave and both kustomization.yaml lists: a tree laid
+// out as an older program laid it out.
+func moveKind(t *testing.T, tree, kind string, from, to gitops.Layer) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(tree, from.Dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o map[string]any
+		if err := yaml.Unmarshal(b, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o["kind"] != kind {
+			continue
+		}
+		o["metadata"].(map[string]any)["annotations"].(map[string]any)[gitops.SyncWave] = strconv.Itoa(to.Wave)
+		out, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tree, to.Dir, filepath.Base(f)), out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+		editResources(t, filepath.Join(tree, from.Dir), func(r []string) []string {
+			return slices.DeleteFunc(r, func(s string) bool { return s == filepath.Base(f) })
+		})
+		editResources(t, filepath.Join(tree, to.Dir), func(r []string) []string { return append(r, filepath.Base(f)) })
+		moved++
+	}
+	return moved
+}
+
+// editResources rewrites the resources list of a layer's kustomization.yaml.
+func editResources(t *testing.T, dir string, edit func([]string) []string) {
+	t.Helper()
+	f := filepath.Join(dir, "kustomization.yaml")
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k map[string]any
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		t.Fatal(err)
+	}
+	var res []string
+	for _, r := range asList(k["resources"]) {
+		res = append(res, r.(string))
+	}
+	k["resources"] = edit(res)
+	out, err := yaml.Marshal(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The delivery harness catches the defect the program had: with the
+// ExternalSecrets back in the custom-resources layer (wave 2, after the
+// Job and Deployments that read their Secrets), the first sync of the dev
+// stack never completes, with either tool: the kubelet does not start the
+// download and the engines, Flux's wait on the resources layer fails and
+// the later layer is never applied, and Argo CD's wave 1 never becomes
+// healthy.
+func TestFirstDeliveryFailsWithSecretsLate(t *testing.T) {
+	for _, tool := range gitops.Tools {
+		t.Run(tool, func(t *testing.T) {
+			dir, p := renderFor(t, "dev", tool, "")
+			if n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), "ExternalSecret", gitops.Layers[1], gitops.Layers[2]); n == 0 {
+				t.Fatal("the dev render has no ExternalSecret to move")
+			}
+			c := hostCluster(t, dir, p)
+			c.Limit = time.Minute // enough for the delivery that converges (seconds per layer)
+			steps, _ := deliver(t, c, dir, tool)
+			err := delivery.Failed(steps)
+			if err == nil {
+				t.Fatal("the sync completed with every Secret a layer late: the harness does not see the order")
+			}
+			for _, want := range []string{"2-resources", "Secret/"} {
+				if tool == gitops.ArgoCD && want == "2-resources" {
+					want = "wave 1"
+				}
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the failure does not name %q: %v", want, err)
+				}
+			}
+		})
+	}
+}
