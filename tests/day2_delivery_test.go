@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/internal/testkit/delivery"
@@ -169,22 +167,9 @@ func surgeAsTheChart(t *testing.T, dir string) {
 		t.Fatal("no engine Deployment in the render")
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var d map[string]any
-		if err := yaml.Unmarshal(b, &d); err != nil {
-			t.Fatal(err)
-		}
-		d["spec"].(map[string]any)["strategy"] = map[string]any{"type": "RollingUpdate",
-			"rollingUpdate": map[string]any{"maxSurge": "100%", "maxUnavailable": 0}}
-		out, err := yaml.Marshal(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f, out, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		editYAML(t, f, f, func(d map[string]any) {
+			d["spec"].(map[string]any)["strategy"] = map[string]any{"type": "RollingUpdate",
+				"rollingUpdate": map[string]any{"maxSurge": "100%", "maxUnavailable": 0}}
+		})
 	}
 }

@@ -255,25 +255,14 @@ func moveKind(t *testing.T, tree, kind string, from, to gitops.Layer) int {
 		if filepath.Base(f) == "kustomization.yaml" {
 			continue
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var o map[string]any
-		if err := yaml.Unmarshal(b, &o); err != nil {
-			t.Fatal(err)
-		}
+		readYAML(t, f, &o)
 		if o["kind"] != kind {
 			continue
 		}
-		o["metadata"].(map[string]any)["annotations"].(map[string]any)[gitops.SyncWave] = strconv.Itoa(to.Wave)
-		out, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(tree, to.Dir, filepath.Base(f)), out, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		editYAML(t, f, filepath.Join(tree, to.Dir, filepath.Base(f)), func(o map[string]any) {
+			o["metadata"].(map[string]any)["annotations"].(map[string]any)[gitops.SyncWave] = strconv.Itoa(to.Wave)
+		})
 		if err := os.Remove(f); err != nil {
 			t.Fatal(err)
 		}
@@ -290,24 +279,38 @@ func moveKind(t *testing.T, tree, kind string, from, to gitops.Layer) int {
 func editResources(t *testing.T, dir string, edit func([]string) []string) {
 	t.Helper()
 	f := filepath.Join(dir, "kustomization.yaml")
+	editYAML(t, f, f, func(k map[string]any) {
+		var res []string
+		for _, r := range asList(k["resources"]) {
+			res = append(res, r.(string))
+		}
+		k["resources"] = edit(res)
+	})
+}
+
+func readYAML(t *testing.T, f string, into any) {
+	t.Helper()
 	b, err := os.ReadFile(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var k map[string]any
-	if err := yaml.Unmarshal(b, &k); err != nil {
-		t.Fatal(err)
+	if err := yaml.Unmarshal(b, into); err != nil {
+		t.Fatalf("%s: %v", f, err)
 	}
-	var res []string
-	for _, r := range asList(k["resources"]) {
-		res = append(res, r.(string))
-	}
-	k["resources"] = edit(res)
-	out, err := yaml.Marshal(k)
+}
+
+// editYAML reads a YAML object from one file, edits it and writes it to
+// another (or the same).
+func editYAML(t *testing.T, from, to string, edit func(map[string]any)) {
+	t.Helper()
+	var o map[string]any
+	readYAML(t, from, &o)
+	edit(o)
+	out, err := yaml.Marshal(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(f, out, 0o600); err != nil {
+	if err := os.WriteFile(to, out, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

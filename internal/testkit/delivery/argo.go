@@ -10,7 +10,6 @@ import (
 
 	"github.com/fluxcd/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // syncWave is Argo CD's sync-wave annotation.
@@ -140,15 +139,10 @@ func (c *Cluster) waitHealthy(ctx context.Context, tasks []*unstructured.Unstruc
 	for {
 		var running []string
 		for _, o := range tasks {
-			live := &unstructured.Unstructured{}
-			live.SetGroupVersionKind(o.GroupVersionKind())
-			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
-				running = append(running, fmt.Sprintf("%s: %v", key(o), err))
-				continue
-			}
-			h, err := Health(live)
+			h, err := c.liveHealth(ctx, o)
 			if err != nil {
-				return fmt.Errorf("%s: %w", key(o), err)
+				running = append(running, err.Error())
+				continue
 			}
 			switch {
 			case h == nil || h.Status == Healthy:

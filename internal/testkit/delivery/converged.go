@@ -32,15 +32,12 @@ func (c *Cluster) Converged(ctx context.Context, objs []*unstructured.Unstructur
 func (c *Cluster) problems(ctx context.Context, objs []*unstructured.Unstructured) []string {
 	var out []string
 	for _, o := range objs {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(o.GroupVersionKind())
-		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
-			out = append(out, fmt.Sprintf("%s: %v", key(o), err))
-			continue
-		}
-		h, err := Health(live)
-		if err != nil || (h != nil && h.Status != Healthy) {
-			out = append(out, fmt.Sprintf("%s: %v %v", key(o), h, err))
+		h, err := c.liveHealth(ctx, o)
+		switch {
+		case err != nil:
+			out = append(out, err.Error())
+		case h != nil && h.Status != Healthy:
+			out = append(out, fmt.Sprintf("%s: %s %s", key(o), h.Status, h.Message))
 		}
 	}
 	var pods corev1.PodList
@@ -59,4 +56,18 @@ func (c *Cluster) problems(ctx context.Context, objs []*unstructured.Unstructure
 		}
 	}
 	return out
+}
+
+// liveHealth is the health of o's live object (nil: it has none).
+func (c *Cluster) liveHealth(ctx context.Context, o *unstructured.Unstructured) (*HealthStatus, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(o.GroupVersionKind())
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
+		return nil, fmt.Errorf("%s: %w", key(o), err)
+	}
+	h, err := Health(live)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key(o), err)
+	}
+	return h, nil
 }
