@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/ssa"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // syncWave is Argo CD's sync-wave annotation.
@@ -95,12 +97,17 @@ func (c *Cluster) ArgoSync(ctx context.Context, name, dir string) []Step {
 		return []Step{c.done(Step{Name: name, Err: err})}
 	}
 	SortTasks(objs)
+	// What left the tree is pruned (the program's Applications set
+	// prune: true) in its own wave, before that wave's applies
+	// (gitops-engine's prune tasks carry the live object's wave).
+	stale := c.stale("Application "+name, objs)
 	var waves []int
-	for _, o := range objs {
+	for _, o := range append(append([]*unstructured.Unstructured{}, objs...), stale...) {
 		if w := wave(o); !slices.Contains(waves, w) {
 			waves = append(waves, w)
 		}
 	}
+	slices.Sort(waves)
 	multiStep := len(waves) > 1
 	var steps []Step
 	for i, w := range waves {
@@ -112,7 +119,20 @@ func (c *Cluster) ArgoSync(ctx context.Context, name, dir string) []Step {
 				tasks = append(tasks, o)
 			}
 		}
+		for _, o := range stale {
+			if wave(o) != w {
+				continue
+			}
+			if err := c.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
+				step.Err = fmt.Errorf("prune %s: %w", key(o), err)
+				break
+			}
+			step.Pruned++
+		}
 		for _, o := range tasks {
+			if step.Err != nil {
+				break
+			}
 			// ServerSideApply=true, as the program's Applications ask.
 			if _, err := c.Manager.Apply(ctx, o, ssa.DefaultApplyOptions()); err != nil {
 				step.Err = fmt.Errorf("apply %s: %w", key(o), err)

@@ -38,6 +38,29 @@ type Cluster struct {
 	Limit time.Duration
 	// Log, when set, is told each step as it ends.
 	Log func(Step)
+	// inventory is what each Kustomization or Application applied last,
+	// to prune what leaves it.
+	inventory map[string][]*unstructured.Unstructured
+}
+
+// stale are the objects of name's last inventory that objs no longer has;
+// objs becomes the inventory.
+func (c *Cluster) stale(name string, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	if c.inventory == nil {
+		c.inventory = map[string][]*unstructured.Unstructured{}
+	}
+	now := map[string]bool{}
+	for _, o := range objs {
+		now[key(o)] = true
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range c.inventory[name] {
+		if !now[key(o)] {
+			out = append(out, o)
+		}
+	}
+	c.inventory[name] = objs
+	return out
 }
 
 func (c *Cluster) done(s Step) Step {
@@ -119,6 +142,7 @@ func (r Repo) Local(path string) (string, error) {
 type Step struct {
 	Name    string
 	Applied int
+	Pruned  int
 	Took    time.Duration
 	Err     error
 }
@@ -127,7 +151,7 @@ func (s Step) String() string {
 	if s.Err != nil {
 		return fmt.Sprintf("%s: %d applied, failed after %s: %v", s.Name, s.Applied, s.Took.Round(time.Second), s.Err)
 	}
-	return fmt.Sprintf("%s: %d applied, ready in %s", s.Name, s.Applied, s.Took.Round(time.Second))
+	return fmt.Sprintf("%s: %d applied, %d pruned, ready in %s", s.Name, s.Applied, s.Pruned, s.Took.Round(time.Second))
 }
 
 // Failed is the first failed step.

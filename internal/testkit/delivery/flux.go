@@ -18,6 +18,7 @@ type Kustomization struct {
 	DependsOn []string
 	Wait      bool
 	Force     bool
+	Prune     bool
 	Timeout   time.Duration
 }
 
@@ -35,6 +36,7 @@ func Kustomizations(objs []*unstructured.Unstructured) ([]Kustomization, error) 
 		k.Path, _, _ = unstructured.NestedString(o.Object, "spec", "path")
 		k.Wait, _, _ = unstructured.NestedBool(o.Object, "spec", "wait")
 		k.Force, _, _ = unstructured.NestedBool(o.Object, "spec", "force")
+		k.Prune, _, _ = unstructured.NestedBool(o.Object, "spec", "prune")
 		if s, ok, _ := unstructured.NestedString(o.Object, "spec", "timeout"); ok {
 			d, err := time.ParseDuration(s)
 			if err != nil {
@@ -120,6 +122,14 @@ func (c *Cluster) reconcile(ctx context.Context, repo Repo, k Kustomization) (in
 	cs, err := c.Manager.ApplyAllStaged(ctx, objs, opts)
 	if err != nil {
 		return len(cs.Entries), fmt.Errorf("apply: %w", err)
+	}
+	// Garbage collection of what left the tree comes after the apply and
+	// before the health check (kustomize-controller's reconcile: apply,
+	// prune, checkHealth).
+	if stale := c.stale("Kustomization "+k.Name, objs); k.Prune && len(stale) > 0 {
+		if _, err := c.Manager.DeleteAll(ctx, stale, ssa.DefaultDeleteOptions()); err != nil {
+			return len(cs.Entries), fmt.Errorf("prune: %w", err)
+		}
 	}
 	if !k.Wait {
 		return len(cs.Entries), nil
