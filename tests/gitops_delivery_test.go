@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +23,7 @@ import (
 	"github.com/natron/gpu-node-pools/stacks/automation"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // convergeLimit is the simulated time a first delivery gets to converge on
@@ -62,7 +62,13 @@ func renderFor(t *testing.T, stack, tool, dir string, changes ...func(*config.Co
 	e, _ := recordingEngine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	if _, err := automation.Render(ctx, stack, cfg, e); err != nil {
+	render := automation.Render
+	if _, whole := cfg.Cluster.(*natron.Cluster); !whole {
+		// an AKS stack's pools and identities need the azure-native
+		// plugin, which cannot be built here; its workload tree is the same
+		render = automation.RenderWorkloads
+	}
+	if _, err := render(ctx, stack, cfg, e); err != nil {
 		t.Fatal(err)
 	}
 	p, err := plan.Resolve(cfg, stack)
@@ -72,30 +78,68 @@ func renderFor(t *testing.T, stack, tool, dir string, changes ...func(*config.Co
 	return cfg.RenderDir, p
 }
 
-// hostCluster is a simulated cluster as the customer's platform has it
-// before our delivery: nodes for every pool (as the autoscaler would give
-// the stack's models and jobs) and two CPU nodes, the CRDs and namespaces
-// of the operators the platform runs, a volume for every claim the render
-// makes (the platform's storage provisioner), and the External Secrets
-// Operator with the render's secrets in its store.
-func hostCluster(t *testing.T, dir string, p *plan.Stack) *delivery.Cluster {
+// simCluster is a simulated cluster as the customer's platform has it
+// before our stack: nodes for every pool (as the autoscaler would give the
+// stack's models and jobs) and two CPU nodes, the CRDs of the operators
+// the platform runs, the namespaces it already has, the GPU operator's
+// runtime class, a storage provisioner and the Secrets operators make
+// when they run (KEDA's certificates). Pods start only with the
+// Secrets and ConfigMaps they read (kubeapi.WithInputsGate).
+func simCluster(t *testing.T, p *plan.Stack, namespaces ...string) *delivery.Cluster {
 	t.Helper()
 	srv := kubeapi.StartCluster(t, kubeapi.WithInputsGate())
-	var nodes []map[string]any
-	plugin := devicePlugin(p)
-	for _, pool := range p.Pools {
-		for i := range nodesFor(p, pool.Facts) {
-			nodes = append(nodes, nodesim.GPUNode(pool, i, plugin))
-		}
-	}
-	nodes = append(nodes, nodesim.CPUNode("platform-0", 16, 64), nodesim.CPUNode("platform-1", 16, 64))
-	srv.Create(t, nodes...)
+	srv.Create(t, nodesim.CPUNode("platform-0", 16, 64), nodesim.CPUNode("platform-1", 16, 64))
+	addPoolNodes(t, srv, p)
 	crds := filepath.Join(pulumitest.SharedDir(t), "crds")
 	srv.ApplyCRDs(t, filepath.Join(crds, "cluster-api"), filepath.Join(crds, "cluster-api-provider-metal3"),
 		filepath.Join(crds, "kyverno", "kyverno.io_clusterpolicies.yaml"), filepath.Join(crds, "cilium", "ciliumnetworkpolicies.yaml"),
 		filepath.Join(crds, "velero"), filepath.Join(crds, "cloudnative-pg"), filepath.Join(crds, "keda-http-add-on"))
 	installMonitoringCRDs(t, srv)
 	installChartCRDs(t, srv, "keda-2.20.2.tgz")
+	var host []map[string]any
+	for _, ns := range namespaces {
+		host = append(host, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	}
+	if rc := p.Platform.RuntimeClass(); rc != "" { // the GPU operator's, made at run time
+		host = append(host, map[string]any{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": map[string]any{"name": rc}, "handler": rc})
+	}
+	if len(host) > 0 {
+		srv.Create(t, host...)
+	}
+	c := delivery.Connect(t, srv)
+	c.StartProvisioner(t)
+	c.StartOperators(t, delivery.KEDACerts)
+	c.Limit = convergeLimit
+	c.Log = func(s delivery.Step) { t.Log(s) }
+	return c
+}
+
+// addPoolNodes gives each pool of p that has no node yet the nodes its
+// models and jobs need, as the cluster autoscaler would.
+func addPoolNodes(t *testing.T, srv *kubeapi.Server, p *plan.Stack) {
+	t.Helper()
+	var nodes []map[string]any
+	plugin := devicePlugin(p)
+	have := strings.Fields(srv.Kubectl(t, "get", "nodes", "-o", "name"))
+	for _, pool := range p.Pools {
+		if slices.Contains(have, "node/"+nodesim.GPUNodeName(pool.Facts.Name, 0)) {
+			continue
+		}
+		for i := range nodesFor(p, pool.Facts) {
+			nodes = append(nodes, nodesim.GPUNode(pool, i, plugin))
+		}
+	}
+	if len(nodes) > 0 {
+		srv.Create(t, nodes...)
+	}
+}
+
+// hostCluster is simCluster for a render delivered by GitOps: with the
+// namespaces the render's objects live in but does not create (the
+// platform's own: velero, keda, capi-…) and the External Secrets Operator
+// with the render's secrets in its store.
+func hostCluster(t *testing.T, dir string, p *plan.Stack) *delivery.Cluster {
+	t.Helper()
 	var all []*unstructured.Unstructured
 	for _, tree := range []string{gitops.WorkloadTree, gitops.ManagementTree} {
 		if _, err := os.Stat(filepath.Join(dir, tree)); err == nil {
@@ -106,45 +150,22 @@ func hostCluster(t *testing.T, dir string, p *plan.Stack) *delivery.Cluster {
 			all = append(all, objs...)
 		}
 	}
-	var host []map[string]any
 	declared := map[string]bool{}
 	for _, o := range all {
 		if o.GetKind() == "Namespace" {
 			declared[o.GetName()] = true
 		}
 	}
+	var platform []string
 	for _, o := range all {
 		if ns := o.GetNamespace(); ns != "" && !declared[ns] {
-			declared[ns] = true // the platform's own (velero, keda, capi-…)
-			host = append(host, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
-		}
-		if o.GetKind() == "PersistentVolumeClaim" {
-			host = append(host, volumeFor(o))
+			declared[ns] = true
+			platform = append(platform, ns)
 		}
 	}
-	if rc := p.Platform.RuntimeClass(); rc != "" { // the GPU operator's, made at run time
-		host = append(host, map[string]any{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": map[string]any{"name": rc}, "handler": rc})
-	}
-	srv.Create(t, host...)
-	delivery.StartExternalSecrets(t, srv, "platform-vault", delivery.StoreEntries(all))
-	c := delivery.Connect(t, srv)
-	c.Limit = convergeLimit
-	c.Log = func(s delivery.Step) { t.Log(s) }
+	c := simCluster(t, p, platform...)
+	delivery.StartExternalSecrets(t, c.Srv, "platform-vault", delivery.StoreEntries(all))
 	return c
-}
-
-// volumeFor is a static volume bound to a claim.
-func volumeFor(claim *unstructured.Unstructured) map[string]any {
-	spec, _, _ := unstructured.NestedMap(claim.Object, "spec")
-	size, _, _ := unstructured.NestedString(spec, "resources", "requests", "storage")
-	pv := map[string]any{"capacity": map[string]any{"storage": size}, "accessModes": spec["accessModes"],
-		"claimRef": map[string]any{"namespace": claim.GetNamespace(), "name": claim.GetName()},
-		"nfs":      map[string]any{"server": "10.0.0.9", "path": "/" + claim.GetName()}}
-	if sc, ok := spec["storageClassName"]; ok {
-		pv["storageClassName"] = sc
-	}
-	return map[string]any{"apiVersion": "v1", "kind": "PersistentVolume",
-		"metadata": map[string]any{"name": fmt.Sprintf("pv-%s-%s", claim.GetNamespace(), claim.GetName())}, "spec": pv}
 }
 
 // deliver delivers a render's trees with its tool and returns the steps and
@@ -206,39 +227,6 @@ func deliver(t *testing.T, c *delivery.Cluster, dir, tool string) ([]delivery.St
 	}
 	t.Logf("%s delivery:\n  %s", tool, strings.Join(lines, "\n  "))
 	return steps, delivered
-}
-
-// The first sync of the dev and the prod stack, rendered and delivered by
-// Flux (its own apply-and-wait engine) and by Argo CD (its sync waves and
-// health rules), with the real External Secrets Operator writing the
-// Secrets from the platform's store and the kubelet's rule that a pod
-// starts only with the Secrets and ConfigMaps it reads: every object
-// applied, every Kustomization ready or wave healthy, and then every
-// Deployment available, every Job complete, every ExternalSecret synced,
-// nothing Degraded or Pending, within convergeLimit.
-//
-// The prod stack is not rendered here: its render runs the whole program,
-// and the AKS target needs the azure-native provider plugin, which cannot
-// be built on these machines (its Kubernetes side is applied through the
-// real engine in TestAutomationAgainstAPIServer instead).
-func TestFirstDeliveryConverges(t *testing.T) {
-	for _, stack := range []string{"dev"} {
-		for _, tool := range gitops.Tools {
-			t.Run(stack+"/"+tool, func(t *testing.T) {
-				dir, p := renderFor(t, stack, tool, "")
-				c := hostCluster(t, dir, p)
-				steps, delivered := deliver(t, c, dir, tool)
-				if err := delivery.Failed(steps); err != nil {
-					t.Fatalf("the first sync did not complete: %v", err)
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), convergeLimit+time.Minute)
-				defer cancel()
-				if problems := c.Converged(ctx, delivered, convergeLimit); len(problems) > 0 {
-					t.Fatalf("not converged within %s:\n%s", convergeLimit, strings.Join(problems, "\n"))
-				}
-			})
-		}
-	}
 }
 
 // moveKind moves every file of kind in a tree from one layer to another,

@@ -143,16 +143,76 @@ func plainInputs(m resource.PropertyMap) map[string]any {
 // controller owns it.
 func podOf(owner map[string]any, name string) map[string]any {
 	meta := owner["metadata"].(map[string]any)
+	kind, ownerName := owner["kind"], meta["name"]
+	if kind == "Deployment" { // its pods belong to its ReplicaSet
+		kind, ownerName = "ReplicaSet", fmt.Sprint(ownerName)+"-5d8f7c9b4"
+	}
 	return map[string]any{
 		"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{
 			"name": name, "namespace": meta["namespace"],
 			"ownerReferences": []any{map[string]any{
-				"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": "0b1c9f6e-0000-4000-8000-000000000001",
+				"apiVersion": owner["apiVersion"], "kind": kind, "name": ownerName, "uid": "0b1c9f6e-0000-4000-8000-000000000001",
 				"controller": true, "blockOwnerDeletion": true,
 			}},
 		},
 		"spec": helmtest.Get(owner, "spec", "template", "spec"),
+	}
+}
+
+// hostNodeAgents are an AKS cluster's own node agents and a Calico
+// cluster's Typha, with what the policies judge (namespace, kind, image,
+// host access, privileges, tolerations) as upstream writes them:
+//   - csi-azuredisk-node: kubernetes-sigs/azuredisk-csi-driver
+//     deploy/csi-azuredisk-node.yaml (kube-system, hostNetwork, privileged
+//     azuredisk container, tolerates every taint);
+//   - azure-cns: Azure/azure-container-networking cns/azure-cns.yaml
+//     (kube-system, hostNetwork, hostPath volumes, tolerates every
+//     NoSchedule and NoExecute taint);
+//   - calico-typha: tigera/operator pkg/render/typha.go (a Deployment in
+//     calico-system, hostNetwork, TolerateAll from
+//     pkg/render/common/meta/meta.go).
+func hostNodeAgents() []map[string]any {
+	exists := map[string]any{"operator": "Exists"}
+	hostPath := func(name, path string) map[string]any {
+		return map[string]any{"name": name, "hostPath": map[string]any{"path": path}}
+	}
+	workload := func(kind, ns, name string, spec map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "apps/v1", "kind": kind,
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec": map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"k8s-app": name}},
+				"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"k8s-app": name}}, "spec": spec}}}
+	}
+	return []map[string]any{
+		workload("DaemonSet", "kube-system", "csi-azuredisk-node", map[string]any{
+			"hostNetwork": true, "priorityClassName": "system-node-critical", "serviceAccountName": "csi-azuredisk-node-sa",
+			"tolerations": []any{exists},
+			"containers": []any{
+				map[string]any{"name": "node-driver-registrar", "image": "mcr.microsoft.com/oss/kubernetes-csi/csi-node-driver-registrar:v2.2.0",
+					"volumeMounts": []any{map[string]any{"name": "registration-dir", "mountPath": "/registration"}}},
+				map[string]any{"name": "azuredisk", "image": "mcr.microsoft.com/k8s/csi/azuredisk-csi:v1.33.0",
+					"securityContext": map[string]any{"privileged": true},
+					"volumeMounts": []any{map[string]any{"name": "mountpoint-dir", "mountPath": "/var/lib/kubelet/", "mountPropagation": "Bidirectional"},
+						map[string]any{"name": "device-dir", "mountPath": "/dev"}}},
+			},
+			"volumes": []any{hostPath("registration-dir", "/var/lib/kubelet/plugins_registry/"),
+				hostPath("mountpoint-dir", "/var/lib/kubelet/"), hostPath("device-dir", "/dev")},
+		}),
+		workload("DaemonSet", "kube-system", "azure-cns", map[string]any{
+			"hostNetwork": true, "priorityClassName": "system-node-critical", "serviceAccountName": "azure-cns",
+			"tolerations": []any{map[string]any{"key": "CriticalAddonsOnly", "operator": "Exists"},
+				map[string]any{"operator": "Exists", "effect": "NoExecute"}, map[string]any{"operator": "Exists", "effect": "NoSchedule"}},
+			"containers": []any{map[string]any{"name": "cns-container", "image": "mcr.microsoft.com/containernetworking/azure-cns:v1.4.7",
+				"volumeMounts": []any{map[string]any{"name": "cni-bin", "mountPath": "/opt/cni/bin"}}}},
+			"volumes": []any{hostPath("cni-bin", "/opt/cni/bin")},
+		}),
+		workload("Deployment", "calico-system", "calico-typha", map[string]any{
+			"hostNetwork": true, "priorityClassName": "system-cluster-critical", "serviceAccountName": "calico-typha",
+			"tolerations": []any{exists},
+			"containers": []any{map[string]any{"name": "calico-typha", "image": "quay.io/calico/typha:v3.30.0",
+				"securityContext": map[string]any{"runAsNonRoot": true, "allowPrivilegeEscalation": false,
+					"capabilities": map[string]any{"drop": []any{"ALL"}}, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}}},
+		}),
 	}
 }
 
@@ -199,8 +259,11 @@ func acmeSolver(namespace string) map[string]any {
 // engine, rendered from the real charts: kube-prometheus-stack's
 // node-exporter (quay.io, tolerates every taint), Grafana Alloy as a log
 // collector DaemonSet that tolerates every taint, both as DaemonSets and
-// as the pods they create, and cert-manager's HTTP-01 solver pod, which
-// cert-manager runs in the models namespace for a model's TLS certificate.
+// as the pods they create, cert-manager's HTTP-01 solver pod, which
+// cert-manager runs in the models namespace for a model's TLS certificate,
+// and the node agents of AKS (disk CSI, Azure CNI's CNS) and Calico's
+// Typha with their pods: each of them, on its next reschedule after the
+// policies went from Audit to Enforce, is admitted.
 func TestCustomerPlatformPassesOurPolicies(t *testing.T) {
 	t.Parallel()
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
@@ -244,6 +307,9 @@ func TestCustomerPlatformPassesOurPolicies(t *testing.T) {
 		}
 	}
 	objects = append(objects, acmeSolver("models"))
+	for _, o := range hostNodeAgents() {
+		objects = append(objects, o, podOf(o, helmtest.Get(o, "metadata", "name").(string)+"-q8w4e"))
+	}
 	out := kyvernotest.Apply(t, policies, objects)
 	if f := out.Verdicts.Failures(); len(f) > 0 {
 		t.Errorf("the customer's own platform fails the prod policies:\n%s", strings.Join(f, "\n"))

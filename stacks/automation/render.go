@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
 	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/program"
@@ -39,6 +41,18 @@ type Rendered struct {
 // relative renderDir is relative to the working directory. The stack's own
 // state is not touched: e's backend is not used.
 func Render(ctx context.Context, name string, cfg *config.Config, e Engine) (*Rendered, error) {
+	return render(ctx, name, cfg, e, program.Program)
+}
+
+// RenderWorkloads is Render of the workload tree alone
+// (program.RenderWorkloadProgram): no pool, no cloud identity, so no cloud
+// provider plugin; the workload tree is the same, and there is no
+// management tree.
+func RenderWorkloads(ctx context.Context, name string, cfg *config.Config, e Engine) (*Rendered, error) {
+	return render(ctx, name, cfg, e, program.RenderWorkloadProgram())
+}
+
+func render(ctx context.Context, name string, cfg *config.Config, e Engine, run pulumi.RunFunc) (*Rendered, error) {
 	if cfg == nil || cfg.RenderDir == "" {
 		return nil, fmt.Errorf("stack %s: render needs renderDir", name)
 	}
@@ -65,7 +79,7 @@ func Render(ctx context.Context, name string, cfg *config.Config, e Engine) (*Re
 		e.Env = map[string]string{}
 	}
 	e.Env["PULUMI_SKIP_CHECKPOINTS"] = "true"
-	s, err := openStack(ctx, name, &c, program.Program, e, true)
+	s, err := openStack(ctx, name, &c, run, e, true)
 	if err != nil {
 		return nil, err
 	}

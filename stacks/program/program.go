@@ -62,6 +62,40 @@ func Deploy(ctx *pulumi.Context, p *plan.Stack) error {
 			return err
 		}
 	}
+	return deployOn(ctx, p, providers)
+}
+
+// RenderWorkloadProgram renders only the workload-cluster tree of a
+// rendering stack (platform layer, policies, model serving and the GitOps
+// objects), with no pool and no cloud identity: for a target whose pools
+// are cloud resources those are never in the tree, so the tree is the one
+// Program writes. Tooling uses it to check a stack's GitOps delivery
+// where the cloud's provider plugin is not installed.
+func RenderWorkloadProgram() pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error {
+		p, err := plan.Load(rawConfig(ctx), ctx.Stack())
+		if err != nil {
+			return err
+		}
+		if p.RenderDir == "" {
+			return errors.New("renderDir: required to render the workload tree")
+		}
+		if p.Target.ManagementCluster() {
+			// its pools are objects of the management tree, which the
+			// GitOps objects sync too: Program renders them, no cloud needed
+			return errors.New("target: its pools render as the management tree; render the whole stack")
+		}
+		providers, err := p.Target.Providers(ctx, p.Cluster, p.RenderDir)
+		if err != nil {
+			return err
+		}
+		return deployOn(ctx, p, providers)
+	}
+}
+
+// deployOn registers the workload side with the target's providers.
+func deployOn(ctx *pulumi.Context, p *plan.Stack, providers *target.Providers) error {
+	var err error
 	toGitOps := providers.Workload
 	if p.GitOps != nil { // validated: only with renderDir
 		if toGitOps, err = target.RenderProvider(ctx, target.GitOpsDir, p.RenderDir); err != nil {

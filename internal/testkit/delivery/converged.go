@@ -71,3 +71,29 @@ func (c *Cluster) liveHealth(ctx context.Context, o *unstructured.Unstructured) 
 	}
 	return h, nil
 }
+
+// Workloads are the cluster's Deployments, DaemonSets, StatefulSets, Jobs,
+// claims and ExternalSecrets: what a delivery that is not read from files
+// (the engine's own apply) is judged by.
+func (c *Cluster) Workloads(ctx context.Context) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, gvk := range []struct{ apiVersion, kind string }{{"apps/v1", "Deployment"}, {"apps/v1", "DaemonSet"},
+		{"apps/v1", "StatefulSet"}, {"batch/v1", "Job"}, {"v1", "PersistentVolumeClaim"}, {"external-secrets.io/v1", "ExternalSecret"}} {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion(gvk.apiVersion)
+		list.SetKind(gvk.kind + "List")
+		if err := c.Client.List(ctx, list); err != nil {
+			if gvk.kind == "ExternalSecret" {
+				continue // no External Secrets Operator on this cluster
+			}
+			return nil, fmt.Errorf("list %s: %w", gvk.kind, err)
+		}
+		for i := range list.Items {
+			o := list.Items[i]
+			o.SetAPIVersion(gvk.apiVersion)
+			o.SetKind(gvk.kind)
+			out = append(out, &o)
+		}
+	}
+	return out, nil
+}

@@ -87,3 +87,20 @@ func TestHealth(t *testing.T) {
 		t.Errorf("a ConfigMap has no health in Argo CD, got %+v", h)
 	}
 }
+
+// KEDA with no active trigger scales to zero only a ScaledObject whose
+// minimum is zero, raises a target below its minimum, and otherwise
+// leaves the replicas to the HPA.
+func TestKEDAReplicas(t *testing.T) {
+	for _, c := range []struct {
+		current, min, want int32
+		act                bool
+	}{
+		{1, 0, 0, true}, {3, 0, 0, true}, {0, 0, 0, false},
+		{0, 1, 1, true}, {1, 2, 2, true}, {1, 1, 1, false}, {4, 1, 4, false},
+	} {
+		if got, act := KEDAReplicas(c.current, c.min); got != c.want || act != c.act {
+			t.Errorf("KEDAReplicas(%d, %d) = %d, %v; want %d, %v", c.current, c.min, got, act, c.want, c.act)
+		}
+	}
+}

@@ -75,7 +75,7 @@ func sanitise(s string) string {
 // configured, advertises there.
 func GPUNode(r gpupool.Resolved, i int, d DevicePlugin) map[string]any {
 	p := r.Facts
-	name := fmt.Sprintf("%s-%d", p.Name, i)
+	name := GPUNodeName(p.Name, i)
 	labels := gpupool.NodeLabels(r)
 	if t, ok := registry.Lookup(string(p.Target)); ok && t.Defaults().GPUStack == platform.GPUOperator { // NFD and the operator run with the GPU operator
 		maps.Copy(labels, NFDPCILabels(NFDDefaultConfig(), HostDevices(r.SKU)))
@@ -93,6 +93,9 @@ func GPUNode(r gpupool.Resolved, i int, d DevicePlugin) map[string]any {
 	}
 	return node(name, labels, taints, capacity)
 }
+
+// GPUNodeName is the name of node i of a pool.
+func GPUNodeName(pool string, i int) string { return fmt.Sprintf("%s-%d", pool, i) }
 
 // CPUNode is a node of the customer's own platform: no GPU, no taint.
 func CPUNode(name string, cpu, memoryGi int) map[string]any {
