@@ -20,11 +20,15 @@ import (
 // into: its Cluster API cluster's, its Velero's, its pgvector clients'.
 var hostNamespaces = []string{"capi-acme", "velero", "rag-app"}
 
-// directConfig is a stack's config for applying its Kubernetes side with
-// the engine (no render, no GitOps), after the changes.
-func directConfig(t *testing.T, stack string, changes ...func(*config.Config)) *config.Config {
+// directConfig is a stack's config for applying it with the engine to the
+// simulated cluster kc reaches (no render, no GitOps), after the changes.
+func directConfig(t *testing.T, stack string, kc secret.Secret, changes ...func(*config.Config)) *config.Config {
 	t.Helper()
 	cfg := stacktest.Config(t, stack)
+	if block, ok := cfg.Cluster.(*natron.Cluster); ok {
+		// the management cluster is the same simulated cluster
+		block.Kubeconfig, block.ManagementKubeconfig = kc, kc
+	}
 	cfg.RenderDir, cfg.GitOps = "", gitops.Spec{}
 	cfg.Platform.ChartDir = filepath.Join(pulumitest.SharedDir(t), "charts")
 	// The engine applies; convergence is judged below by the same health
@@ -47,8 +51,7 @@ func openDirect(ctx context.Context, t *testing.T, stack string, cfg *config.Con
 	t.Helper()
 	var s *automation.Stack
 	var err error
-	if block, ok := cfg.Cluster.(*natron.Cluster); ok {
-		block.Kubeconfig, block.ManagementKubeconfig = kc, kc
+	if _, ok := cfg.Cluster.(*natron.Cluster); ok {
 		s, err = automation.OpenStack(ctx, stack+"-sim", cfg, e)
 	} else {
 		s, err = automation.OpenWorkloadStack(ctx, stack+"-sim", cfg, kc, e)

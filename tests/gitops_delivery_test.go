@@ -75,6 +75,7 @@ func renderFor(t *testing.T, stack, tool, dir string, changes ...func(*config.Co
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkInvariants(t, cfg.RenderDir, p)
 	return cfg.RenderDir, p
 }
 
@@ -316,6 +317,9 @@ func TestFirstDeliveryFailsWithSecretsLate(t *testing.T) {
 			dir, p := renderFor(t, "dev", tool, "")
 			if n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), "ExternalSecret", gitops.Layers[1], gitops.Layers[2]); n == 0 {
 				t.Fatal("the dev render has no ExternalSecret to move")
+			}
+			if len(inputsBeforePods(treeObjects(t, dir))) == 0 {
+				t.Error("the invariant finds every Secret in time with the ExternalSecrets a layer late")
 			}
 			c := hostCluster(t, dir, p)
 			c.Limit = time.Minute // enough for the delivery that converges (seconds per layer)

@@ -44,6 +44,8 @@ type lifecycle struct {
 // begin delivers the stack the first time and requires it to converge.
 func begin(t *testing.T, stack, mode string) *lifecycle {
 	t.Helper()
+	start := time.Now()
+	defer func() { t.Logf("first delivery converged in %s", time.Since(start).Round(time.Second)) }()
 	l := &lifecycle{stack: stack, mode: mode}
 	for _, m := range stacktest.Config(t, stack).Models {
 		if m.Runtime == "" || m.Runtime == "vllm" {
@@ -59,6 +61,7 @@ func begin(t *testing.T, stack, mode string) *lifecycle {
 		l.c = simCluster(t, p, hostNamespaces...)
 		l.e, _ = recordingEngine(t)
 		l.kc = secret.Secret(l.c.Srv.KubeconfigYAML(t))
+		t.Logf("cluster up in %s", time.Since(start).Round(time.Second))
 		l.up(t)
 		return l
 	}
@@ -71,7 +74,11 @@ func begin(t *testing.T, stack, mode string) *lifecycle {
 
 func (l *lifecycle) resolve(t *testing.T) *plan.Stack {
 	t.Helper()
-	p, err := plan.Resolve(directConfig(t, l.stack, l.changes...), l.stack)
+	kc := l.kc
+	if kc == "" { // planning the cluster, before there is one
+		kc = "apiVersion: v1\nkind: Config\n"
+	}
+	p, err := plan.Resolve(directConfig(t, l.stack, kc, l.changes...), l.stack)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +90,7 @@ func (l *lifecycle) up(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	upDirect(t, openDirect(ctx, t, l.stack, directConfig(t, l.stack, l.changes...), l.kc, l.e), l.c)
+	upDirect(t, openDirect(ctx, t, l.stack, directConfig(t, l.stack, l.kc, l.changes...), l.kc, l.e), l.c)
 }
 
 // sync renders the stack with the changes so far and delivers it with
@@ -176,7 +183,7 @@ var day2Steps = []struct {
 	{"image tag on a full pool", imageOnAFullPool},
 	{"source changed", sourceChanged},
 	{"minReplicas 0 and back", scaleToZeroAndBack},
-	{"pool added, model moved", poolAddedModelMoved},
+	{"pool added and model moved", poolAddedModelMoved},
 	{"model removed", modelRemoved},
 }
 
