@@ -60,7 +60,7 @@ unit:
 	GPU_NODE_POOLS_KYVERNO_BIN="$$(.ci/toolchain/kyverno.sh | tail -n 1)" \
 	GPU_NODE_POOLS_KWOK_BIN="$$(.ci/toolchain/kwok.sh | tail -n 1)" \
 	GPU_NODE_POOLS_ESO_BIN="$$(.ci/toolchain/external-secrets.sh | tail -n 1)" \
-	go test -count=1 -timeout 45m ./...
+	go test -count=1 -timeout 70m ./...
 
 # Each fuzz target for FUZZTIME executions; a crasher lands in
 # stacks/program/testdata/fuzz/ and, committed, stays a regression case that every

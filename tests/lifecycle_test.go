@@ -164,6 +164,7 @@ func TestLifecycle(t *testing.T) {
 	for _, stack := range []string{"dev", "prod"} {
 		for _, mode := range append([]string{direct}, gitops.Tools...) {
 			t.Run(stack+"/"+mode, func(t *testing.T) {
+				t.Parallel() // each on its own cluster; mostly waiting on it
 				l := begin(t, stack, mode)
 				for _, step := range day2Steps {
 					if !t.Run(step.name, func(t *testing.T) { step.run(t, l) }) {
