@@ -44,7 +44,7 @@ func TestWithDefaults(t *testing.T) {
 		{"70B on H100s: tensor parallel 4, the smallest that fits", ModelSpec{CatalogModel: "llama-3.1-70b"}, entry("llama-3.1-70b"), h100x8,
 			want{70.6, "", "auto", 4, 131072, 1, 4, 5, 0.9, ""}},
 		{"70B on two H100 NVL: the context capped by memory", ModelSpec{CatalogModel: "llama-3.1-70b"}, entry("llama-3.1-70b"), nvl2,
-			want{70.6, "", "auto", 2, 78848, 1, 2, 5, 0.9, ""}},
+			want{70.6, "", "auto", 2, 77824, 1, 2, 5, 0.9, ""}},
 		{"an FP8 checkpoint keeps its quantization", ModelSpec{CatalogModel: "deepseek-v3"}, entry("deepseek-v3"), h100x8,
 			want{671, "fp8", "auto", 8, 163840, 1, 2, 5, 0.9, ""}},
 		{"given values stay", ModelSpec{CatalogModel: "llama-3.1-8b", TensorParallel: 2, MaxModelLen: 4096, GPUMemoryUtilization: 0.8,

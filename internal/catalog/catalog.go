@@ -29,8 +29,14 @@ type GPU struct {
 	Model string
 	// Label is a node-label-safe short name, e.g. "a100-80gb".
 	Label string
-	// MemoryGB is the framebuffer of one GPU.
+	// MemoryGB is the framebuffer of one GPU, as the data sheet gives it
+	// (and MIG profiles are named from).
 	MemoryGB int
+	// FramebufferMiB is the framebuffer the driver reports (nvidia-smi's
+	// memory.total, NVML's total), where it was measured: a "24 GB" A10
+	// reports 23028 MiB, 22.5 GiB, not 24 GiB. 0: not measured, taken as
+	// MemoryGB GiB (TotalMiB).
+	FramebufferMiB int
 	// MIG is true where the GPU can be partitioned with Multi-Instance GPU.
 	MIG bool
 	// ComputeCapability is CUDA's major*10+minor (NVIDIA's CUDA GPUs list):
@@ -41,18 +47,32 @@ type GPU struct {
 }
 
 // The GPU models the targets' node shapes carry, with their data sheet
-// speeds.
+// speeds. FramebufferMiB as nvidia-smi reports it on the GPU, from
+// published nvidia-smi output: A100 80GB, A100 40GB, H100 80GB HBM3, A10
+// and T4 in modal-labs/modal-client pull 2797 (the A10's also as NVML's
+// 24146608128 bytes in mayooot/detect-gpu issue 3, the H100's in
+// google/gvisor issue 10413), H100 NVL in NVIDIA/gpu-admin-tools issue 4.
+// The V100 16GB and the H200 are not measured yet.
 var (
-	A100PCIe80 = GPU{Model: "NVIDIA A100 80GB PCIe", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80, Speed: a100PCIe80Speed}
-	A100SXM40  = GPU{Model: "NVIDIA A100 40GB SXM4", Label: "a100-40gb", MemoryGB: 40, MIG: true, ComputeCapability: 80, Speed: a100SXM40Speed}
-	A100SXM80  = GPU{Model: "NVIDIA A100 80GB SXM4", Label: "a100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 80, Speed: a100SXM80Speed}
-	H100NVL    = GPU{Model: "NVIDIA H100 NVL", Label: "h100-94gb", MemoryGB: 94, MIG: true, ComputeCapability: 90, Speed: h100NVLSpeed}
-	H100SXM    = GPU{Model: "NVIDIA H100 80GB HBM3", Label: "h100-80gb", MemoryGB: 80, MIG: true, ComputeCapability: 90, Speed: h100SXMSpeed}
+	A100PCIe80 = GPU{Model: "NVIDIA A100 80GB PCIe", Label: "a100-80gb", MemoryGB: 80, FramebufferMiB: 81920, MIG: true, ComputeCapability: 80, Speed: a100PCIe80Speed}
+	A100SXM40  = GPU{Model: "NVIDIA A100 40GB SXM4", Label: "a100-40gb", MemoryGB: 40, FramebufferMiB: 40960, MIG: true, ComputeCapability: 80, Speed: a100SXM40Speed}
+	A100SXM80  = GPU{Model: "NVIDIA A100 80GB SXM4", Label: "a100-80gb", MemoryGB: 80, FramebufferMiB: 81920, MIG: true, ComputeCapability: 80, Speed: a100SXM80Speed}
+	H100NVL    = GPU{Model: "NVIDIA H100 NVL", Label: "h100-94gb", MemoryGB: 94, FramebufferMiB: 95830, MIG: true, ComputeCapability: 90, Speed: h100NVLSpeed}
+	H100SXM    = GPU{Model: "NVIDIA H100 80GB HBM3", Label: "h100-80gb", MemoryGB: 80, FramebufferMiB: 81559, MIG: true, ComputeCapability: 90, Speed: h100SXMSpeed}
 	H200SXM    = GPU{Model: "NVIDIA H200 141GB HBM3e", Label: "h200-141gb", MemoryGB: 141, MIG: true, ComputeCapability: 90, Speed: h200SXMSpeed}
 	V100       = GPU{Model: "NVIDIA Tesla V100 16GB", Label: "v100-16gb", MemoryGB: 16, ComputeCapability: 70, Speed: v100PCIeSpeed}
-	T4         = GPU{Model: "NVIDIA Tesla T4", Label: "t4-16gb", MemoryGB: 16, ComputeCapability: 75, Speed: t4Speed}
-	A10        = GPU{Model: "NVIDIA A10", Label: "a10-24gb", MemoryGB: 24, ComputeCapability: 86, Speed: a10Speed}
+	T4         = GPU{Model: "NVIDIA Tesla T4", Label: "t4-16gb", MemoryGB: 16, FramebufferMiB: 15360, ComputeCapability: 75, Speed: t4Speed}
+	A10        = GPU{Model: "NVIDIA A10", Label: "a10-24gb", MemoryGB: 24, FramebufferMiB: 23028, ComputeCapability: 86, Speed: a10Speed}
 )
+
+// TotalMiB is the framebuffer the driver reports: FramebufferMiB where
+// measured, else MemoryGB taken as GiB.
+func (g GPU) TotalMiB() int {
+	if g.FramebufferMiB > 0 {
+		return g.FramebufferMiB
+	}
+	return g.MemoryGB * 1024
+}
 
 // SKU is one node shape: an AKS VM size or a bare-metal hardware profile.
 type SKU struct {

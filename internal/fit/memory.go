@@ -17,10 +17,14 @@ import (
 const (
 	// GiB is 2^30 bytes: vLLM reports memory in GiB.
 	GiB = 1 << 30
-	// CUDAHiddenGiB is the part of a GPU's memory CUDA does not report as
-	// total (driver and ECC reservations): an 80 GiB GPU reports 79.22 GiB
-	// (vllm-project/vllm pull 10511, "total_gpu_memory 79.22GiB").
-	CUDAHiddenGiB = 0.78
+	// CUDAHiddenGiB is the part of the framebuffer the driver reports
+	// (nvidia-smi) that CUDA does not report as total (driver
+	// reservations): an H100 80GB HBM3, 81559 MiB (79.65 GiB) by
+	// nvidia-smi, reports total_gpu_memory 79.22 GiB to vLLM
+	// (vllm-project/vllm pull 10511; pull 12126 names the GPU,
+	// "H100-80G"). It was 0.78, taken from the data sheet's 80 GB as
+	// 80 GiB.
+	CUDAHiddenGiB = 0.43
 	// NonTorchGiB is memory outside PyTorch's allocator (CUDA context,
 	// cuBLAS workspaces) of a worker with tensor parallelism 1, and
 	// NonTorchTPGiB with tensor parallelism (NCCL buffers, custom
@@ -139,14 +143,9 @@ func Sizing(m Model, pool gpupool.Facts, tp int) Memory {
 	if hidden == 0 {
 		hidden = ActivationHidden
 	}
-	// a MIG slice is all CUDA sees; a time-sliced share sees the whole GPU
-	total := pool.MemoryPerGPUResourceGB
-	if pool.TimeSlicing > 1 {
-		total = pool.GPUMemoryGB
-	}
 	return Memory{
 		TensorParallel:  tp,
-		TotalGiB:        float64(total) - CUDAHiddenGiB,
+		TotalGiB:        DeviceGiB(pool) - CUDAHiddenGiB,
 		Utilization:     ShareUtilization(m.GPUMemoryUtilization, pool),
 		Shares:          max(pool.TimeSlicing, 1),
 		WeightsGiB:      m.Weights() * 1e9 / GiB / float64(tp),
@@ -155,6 +154,21 @@ func Sizing(m Model, pool gpupool.Facts, tp int) Memory {
 		KVBytesPerToken: shape.KVBytesPerTokenPerGPU(tp, m.KVBytes()),
 		NeededTokens:    m.MaxModelLen * max(m.Concurrency, 1),
 	}
+}
+
+// DeviceGiB is the memory of the device a pod of pool sees, before what
+// CUDA hides: a MIG slice is all it sees (its profile's size); a whole GPU,
+// or a time-sliced share of one, sees the framebuffer the driver reports
+// (gpupool.Facts.GPUMemoryMiB: an A10 has 22.5 GiB, not its data sheet's
+// 24 GB taken as GiB, which left the memory-capped context no margin).
+func DeviceGiB(pool gpupool.Facts) float64 {
+	if pool.MIGInstance != "" && pool.TimeSlicing <= 1 {
+		return float64(pool.MemoryPerGPUResourceGB)
+	}
+	if pool.GPUMemoryMiB > 0 {
+		return float64(pool.GPUMemoryMiB) / 1024
+	}
+	return float64(pool.GPUMemoryGB)
 }
 
 // KVBytes is the width of one cached key or value element: the model's

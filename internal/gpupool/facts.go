@@ -26,8 +26,12 @@ type Facts struct {
 	ComputeCapability int `json:"computeCapability"`
 	// GPUsPerNode counts physical GPUs.
 	GPUsPerNode int `json:"gpusPerNode"`
-	// GPUMemoryGB is the memory of one physical GPU.
+	// GPUMemoryGB is the memory of one physical GPU, as the data sheet
+	// gives it.
 	GPUMemoryGB int `json:"gpuMemoryGB"`
+	// GPUMemoryMiB is the memory of one physical GPU as the driver reports
+	// it (catalog.GPU.TotalMiB), what CUDA's total starts from.
+	GPUMemoryMiB int `json:"gpuMemoryMiB"`
 	// MIGProfile is empty when the GPUs are not partitioned.
 	MIGProfile catalog.MIGProfile `json:"migProfile,omitempty"`
 	// MIGInstance is NVIDIA's name of one partition, e.g. "3g.40gb".
@@ -72,6 +76,7 @@ func NewFacts(spec Spec, sku catalog.SKU, spot *Toleration) Facts {
 		ComputeCapability:      sku.GPU.ComputeCapability,
 		GPUsPerNode:            sku.GPUs,
 		GPUMemoryGB:            sku.GPU.MemoryGB,
+		GPUMemoryMiB:           sku.GPU.TotalMiB(),
 		GPUResource:            GPUResourceName,
 		GPUResourcesPerNode:    sku.GPUs,
 		MemoryPerGPUResourceGB: sku.GPU.MemoryGB,

@@ -26,7 +26,7 @@ func TestNewFacts(t *testing.T) {
 			spec: gpupool.Spec{Name: "a100", SKU: "Standard_NC48ads_A100_v4", MaxNodes: 4},
 			want: gpupool.Facts{
 				Name: "a100", Target: "aks", SKU: "Standard_NC48ads_A100_v4", GPUModel: "NVIDIA A100 80GB PCIe", ComputeCapability: 80,
-				GPUsPerNode: 2, GPUMemoryGB: 80, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 2, MemoryPerGPUResourceGB: 80, MaxNodes: 4,
+				GPUsPerNode: 2, GPUMemoryGB: 80, GPUMemoryMiB: 81920, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 2, MemoryPerGPUResourceGB: 80, MaxNodes: 4,
 				NodeSelector: map[string]string{"gpu.natron.cloud/pool": "a100"},
 				Tolerations:  []gpupool.Toleration{gpuTol},
 			},
@@ -36,7 +36,7 @@ func TestNewFacts(t *testing.T) {
 			spec: gpupool.Spec{Name: "h100spot", SKU: "Standard_NC80adis_H100_v5", MinNodes: 1, MaxNodes: 8, Spot: true},
 			want: gpupool.Facts{
 				Name: "h100spot", Target: "aks", SKU: "Standard_NC80adis_H100_v5", GPUModel: "NVIDIA H100 NVL", ComputeCapability: 90,
-				GPUsPerNode: 2, GPUMemoryGB: 94, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 2, MemoryPerGPUResourceGB: 94, MinNodes: 1, MaxNodes: 8, Spot: true,
+				GPUsPerNode: 2, GPUMemoryGB: 94, GPUMemoryMiB: 95830, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 2, MemoryPerGPUResourceGB: 94, MinNodes: 1, MaxNodes: 8, Spot: true,
 				NodeSelector: map[string]string{"gpu.natron.cloud/pool": "h100spot"},
 				Tolerations:  []gpupool.Toleration{gpuTol, spotTol},
 			},
@@ -46,7 +46,7 @@ func TestNewFacts(t *testing.T) {
 			spec: gpupool.Spec{Name: "train", SKU: "a100-80gb-x8", MaxNodes: 2, MIGProfile: "MIG1g"},
 			want: gpupool.Facts{
 				Name: "train", Target: "natron", SKU: "a100-80gb-x8", GPUModel: "NVIDIA A100 80GB SXM4", ComputeCapability: 80,
-				GPUsPerNode: 8, GPUMemoryGB: 80, MIGProfile: "MIG1g", MIGInstance: "1g.10gb",
+				GPUsPerNode: 8, GPUMemoryGB: 80, GPUMemoryMiB: 81920, MIGProfile: "MIG1g", MIGInstance: "1g.10gb",
 				GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 56, MemoryPerGPUResourceGB: 10, MaxNodes: 2,
 				DevicePluginConfig: "train", // the single strategy on its nodes
 				NodeSelector:       map[string]string{"gpu.natron.cloud/pool": "train"},
@@ -58,7 +58,7 @@ func TestNewFacts(t *testing.T) {
 			spec: gpupool.Spec{Name: "notebook", SKU: "a100-80gb-x4", MaxNodes: 2, TimeSlicing: 4},
 			want: gpupool.Facts{
 				Name: "notebook", Target: "natron", SKU: "a100-80gb-x4", GPUModel: "NVIDIA A100 80GB SXM4", ComputeCapability: 80,
-				GPUsPerNode: 4, GPUMemoryGB: 80, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 16, MemoryPerGPUResourceGB: 20, TimeSlicing: 4, MaxNodes: 2,
+				GPUsPerNode: 4, GPUMemoryGB: 80, GPUMemoryMiB: 81920, GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 16, MemoryPerGPUResourceGB: 20, TimeSlicing: 4, MaxNodes: 2,
 				DevicePluginConfig: "notebook",
 				NodeSelector:       map[string]string{"gpu.natron.cloud/pool": "notebook"},
 				Tolerations:        []gpupool.Toleration{gpuTol},

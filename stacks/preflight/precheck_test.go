@@ -85,7 +85,7 @@ func TestSummary(t *testing.T) {
 		"pool nd96: Standard_ND96amsr_A100_v4, 16 × nvidia.com/gpu per node, 0-2 nodes, no price on record",
 		"pool h100x8: Standard_ND96isr_H100_v5, 8 × nvidia.com/gpu per node, 0-2 nodes, 143547 USD a month at maxNodes, 71774 expected",
 		"charts: nvidia-device-plugin 0.20.0, dcgm-exporter 4.8.2, vllm-stack 0.1.12, keda 2.20.2, keda-add-ons-http 0.15.0",
-		"model llama3-70b on h100x8: tensor parallel 4, maxModelLen 131072, KV cache 423648 tokens (3.2 × maxModelLen), 1-4 replicas",
+		"model llama3-70b on h100x8: tensor parallel 4, maxModelLen 131072, KV cache 423616 tokens (3.2 × maxModelLen), 1-4 replicas",
 		`batch job embed-nightly on a100: 1 GPUs, "0 2 * * *"`,
 	} {
 		if !strings.Contains(got, want) {

@@ -33,7 +33,7 @@ func TestStackOutputs(t *testing.T) {
 		"protect":   pulumi.Bool(true),
 		"pools": pulumi.Map{"h100spot": pulumi.Map{
 			"name": pulumi.String("h100spot"), "target": pulumi.String("aks"), "sku": pulumi.String("Standard_NC40ads_H100_v5"),
-			"gpuModel": pulumi.String("NVIDIA H100 NVL"), "computeCapability": pulumi.Int(90), "gpusPerNode": pulumi.Int(1), "gpuMemoryGB": pulumi.Int(94), "gpuResource": pulumi.String("nvidia.com/gpu"),
+			"gpuModel": pulumi.String("NVIDIA H100 NVL"), "computeCapability": pulumi.Int(90), "gpusPerNode": pulumi.Int(1), "gpuMemoryGB": pulumi.Int(94), "gpuMemoryMiB": pulumi.Int(95830), "gpuResource": pulumi.String("nvidia.com/gpu"),
 			"gpuResourcesPerNode": pulumi.Int(1), "memoryPerGpuResourceGB": pulumi.Int(94),
 			"minNodes": pulumi.Int(0), "maxNodes": pulumi.Int(8), "spot": pulumi.Bool(true),
 			"nodeSelector": pulumi.Map{"gpu.natron.cloud/pool": pulumi.String("h100spot")},
