@@ -1,13 +1,9 @@
 package tests
 
 import (
-	"bytes"
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,75 +16,7 @@ import (
 	"github.com/natron/gpu-node-pools/stacks/plan"
 )
 
-// layerIndex is the apply position of a rendered file's layer folder.
-func layerIndex(rel string) int {
-	for i, l := range gitops.Layers {
-		if strings.Contains(rel, "/"+l.Dir+"/") {
-			return i
-		}
-	}
-	return -1
-}
-
-// podReads are the Secrets and ConfigMaps a pod template reads, as
-// "Secret/name" and "ConfigMap/name".
-func podReads(spec map[string]any) []string {
-	var out []string
-	var containers []any
-	for _, k := range []string{"initContainers", "containers"} {
-		if c, ok := spec[k].([]any); ok {
-			containers = append(containers, c...)
-		}
-	}
-	for _, c := range containers {
-		cm, _ := c.(map[string]any)
-		for _, ef := range asList(cm["envFrom"]) {
-			e, _ := ef.(map[string]any)
-			if r, ok := e["secretRef"].(map[string]any); ok {
-				out = append(out, "Secret/"+str1(r["name"]))
-			}
-			if r, ok := e["configMapRef"].(map[string]any); ok {
-				out = append(out, "ConfigMap/"+str1(r["name"]))
-			}
-		}
-		for _, ev := range asList(cm["env"]) {
-			e, _ := ev.(map[string]any)
-			vf, _ := e["valueFrom"].(map[string]any)
-			if r, ok := vf["secretKeyRef"].(map[string]any); ok && r["optional"] != true {
-				out = append(out, "Secret/"+str1(r["name"]))
-			}
-			if r, ok := vf["configMapKeyRef"].(map[string]any); ok && r["optional"] != true {
-				out = append(out, "ConfigMap/"+str1(r["name"]))
-			}
-		}
-	}
-	for _, v := range asList(spec["volumes"]) {
-		vm, _ := v.(map[string]any)
-		if s, ok := vm["secret"].(map[string]any); ok && s["optional"] != true {
-			out = append(out, "Secret/"+str1(s["secretName"]))
-		}
-		if s, ok := vm["configMap"].(map[string]any); ok && s["optional"] != true {
-			out = append(out, "ConfigMap/"+str1(s["name"]))
-		}
-	}
-	return out
-}
-
 func asList(v any) []any { l, _ := v.([]any); return l }
-func str1(v any) string  { s, _ := v.(string); return s }
-
-// podTemplate is an object's pod spec, if it runs pods.
-func podTemplate(o map[string]any) (map[string]any, bool) {
-	switch o["kind"] {
-	case "Deployment", "StatefulSet", "DaemonSet", "Job":
-		s, ok := dig1(o, "spec", "template", "spec").(map[string]any)
-		return s, ok
-	case "CronJob":
-		s, ok := dig1(o, "spec", "jobTemplate", "spec", "template", "spec").(map[string]any)
-		return s, ok
-	}
-	return nil, false
-}
 
 func dig1(v any, path ...string) any {
 	for _, p := range path {
@@ -109,72 +37,19 @@ func dig1(v any, path ...string) any {
 // by a controller of an earlier layer are named with the controller.
 func TestDeliveryOrderProvidesWhatPodsRead(t *testing.T) {
 	dir, _ := renderDev(t)
-	provided := map[string]int{} // namespace/Kind/name -> layer
-	type pod struct {
-		where string
-		layer int
-		ns    string
-		reads []string
-	}
-	var pods []pod
-	err := filepath.WalkDir(filepath.Join(dir, gitops.WorkloadTree), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") || d.Name() == "kustomization.yaml" {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		layer := layerIndex("/" + filepath.ToSlash(rel))
-		for _, doc := range bytes.Split(b, []byte("\n---")) {
-			var o map[string]any
-			if yaml.Unmarshal(doc, &o) != nil || o == nil {
-				continue
-			}
-			ns, _ := dig1(o, "metadata", "namespace").(string)
-			name, _ := dig1(o, "metadata", "name").(string)
-			kind, _ := o["kind"].(string)
-			provided[ns+"/"+kind+"/"+name] = layer
-			if kind == "ExternalSecret" {
-				target, _ := dig1(o, "spec", "target", "name").(string)
-				provided[ns+"/Secret/"+cmpOr(target, name)] = layer
-			}
-			if spec, ok := podTemplate(o); ok {
-				pods = append(pods, pod{rel, layer, ns, podReads(spec)})
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pods) < 3 {
-		t.Fatalf("found %d pod templates in the tree", len(pods))
-	}
-	checked := 0
-	for _, p := range pods {
-		for _, r := range slices.Compact(slices.Sorted(slices.Values(p.reads))) {
-			checked++
-			at, ok := provided[p.ns+"/"+r]
-			switch {
-			case !ok:
-				t.Errorf("%s reads %s, which nothing in the tree delivers", p.where, r)
-			case at > p.layer:
-				t.Errorf("%s (layer %d) reads %s, delivered only in layer %d: the pod cannot start, and its layer never becomes healthy", p.where, p.layer+1, r, at+1)
-			}
+	objs := treeObjects(t, dir)
+	pods := 0
+	for _, lo := range objs {
+		if _, _, ok := podSpecOf(lo.o); ok {
+			pods++
 		}
 	}
-	if checked == 0 {
-		t.Fatal("no pod reads a Secret or ConfigMap: the check saw nothing")
+	if pods < 3 {
+		t.Fatalf("found %d pod templates in the tree", pods)
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
+	for _, problem := range inputsBeforePods(objs) {
+		t.Error(problem)
 	}
-	return b
 }
 
 // An engine Deployment's progress deadline covers its model's cold start
