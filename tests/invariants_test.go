@@ -243,7 +243,8 @@ func checkInvariants(t *testing.T, dir string, p *plan.Stack) {
 	if len(objs) == 0 {
 		t.Fatalf("no object in the render %s", dir)
 	}
-	for _, problem := range append(inputsBeforePods(objs), identitiesFederated(objs, p)...) {
+	problems := append(inputsBeforePods(objs), identitiesFederated(objs, p)...)
+	for _, problem := range append(problems, metricsExported(objs, imageDefaultCounters(t))...) {
 		t.Error(problem)
 	}
 }

@@ -2,6 +2,8 @@ package platform
 
 import (
 	_ "embed"
+	"encoding/csv"
+	"fmt"
 	"strings"
 )
 
@@ -15,15 +17,32 @@ var DCGMMetrics string
 // chart creates (the dcgm-exporter chart names its own).
 const DCGMMetricsConfigMap = "gpu-node-pools-dcgm-metrics"
 
-// DCGMMetricNames are the metric names the exporter emits with DCGMMetrics.
+// DCGMMetricNames are the metric names the exporter emits with DCGMMetrics
+// (none if the file is malformed, which TestDCGMMetricsKeepTheDefaults
+// would show).
 func DCGMMetricNames() []string {
-	var out []string
-	for _, line := range strings.Split(DCGMMetrics, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		out = append(out, strings.TrimSpace(strings.SplitN(line, ",", 2)[0]))
+	names, _ := CSVFieldNames(DCGMMetrics)
+	return names
+}
+
+// CSVFieldNames are the field names of a DCGM exporter metrics file, read
+// as the exporter reads it (dcgm-exporter 4.5.3-4.8.2
+// internal/pkg/counters/counter_config.go, ReadCSVFile and
+// ExtractCounters): CSV with # comments, each record trimmed of spaces and
+// exactly three fields, else the exporter refuses the whole file.
+func CSVFieldNames(text string) ([]string, error) {
+	r := csv.NewReader(strings.NewReader(text))
+	r.Comment = '#'
+	records, err := r.ReadAll()
+	if err != nil {
+		return nil, err
 	}
-	return out
+	var out []string
+	for i, rec := range records {
+		if len(rec) != 3 {
+			return nil, fmt.Errorf("malformed CSV record %d (%v): expected 3 fields", i, rec)
+		}
+		out = append(out, strings.Trim(rec[0], " "))
+	}
+	return out, nil
 }

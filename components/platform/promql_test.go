@@ -1,7 +1,6 @@
 package platform_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -66,22 +65,13 @@ func knownMetrics(t *testing.T) map[string]bool {
 // upstreamDefaultCounters reads the exporter's own default counters.
 func upstreamDefaultCounters(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(pulumitest.SharedDir(t), "reference", "dcgm-exporter-default-counters.csv"))
+	raw, err := os.ReadFile(filepath.Join(pulumitest.SharedDir(t), "reference", "dcgm-exporter-default-counters.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		out = append(out, strings.TrimSpace(strings.SplitN(line, ",", 2)[0]))
-	}
-	if len(out) < 10 {
-		t.Fatalf("default counters look wrong: %v", out)
+	out, err := platform.CSVFieldNames(string(raw))
+	if err != nil || len(out) < 10 {
+		t.Fatalf("default counters look wrong: %v %v", out, err)
 	}
 	return out
 }
@@ -92,7 +82,10 @@ func upstreamDefaultCounters(t *testing.T) []string {
 // collector, internal/pkg/counters/const.go at 4.5.3-4.8.2).
 func TestDCGMMetricsKeepTheDefaults(t *testing.T) {
 	t.Parallel()
-	ours := platform.DCGMMetricNames()
+	ours, err := platform.CSVFieldNames(platform.DCGMMetrics)
+	if err != nil {
+		t.Fatalf("the exporter would refuse the program's metrics file: %v", err)
+	}
 	for _, m := range upstreamDefaultCounters(t) {
 		if !slices.Contains(ours, m) {
 			t.Errorf("the program's DCGM metrics drop the default counter %s", m)
@@ -244,5 +237,28 @@ func TestMetricCheckRejectsUnknownMetric(t *testing.T) {
 	}
 	if _, err := parser.NewParser(parser.Options{}).ParseExpr(`rate(DCGM_FI_DEV_GPU_UTIL[5m]`); err == nil {
 		t.Fatal("the parser accepted a broken expression")
+	}
+}
+
+// The metrics file is read as the exporter reads it
+// (internal/pkg/counters/counter_config.go at 4.5.3-4.8.2): a record
+// without exactly three fields makes it refuse the whole file.
+func TestCSVFieldNamesAsTheExporterReads(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, csv string
+		want      []string
+		refused   bool
+	}{
+		{"comments and spaces", "# c\nDCGM_FI_DEV_GPU_UTIL ,  gauge, util (in %).\n\n", []string{"DCGM_FI_DEV_GPU_UTIL"}, false},
+		{"a quoted comma", `DCGM_FI_DEV_GPU_UTIL,gauge,"util, in %"`, []string{"DCGM_FI_DEV_GPU_UTIL"}, false},
+		{"a quote after a space", `DCGM_FI_DEV_GPU_UTIL, gauge, "util, in %"`, nil, true},
+		{"a comma in the help", "DCGM_FI_DEV_GPU_UTIL, gauge, util\nDCGM_EXP_XID_ERRORS_COUNT, counter, last window (5 min), by xid.", nil, true},
+		{"two fields", "DCGM_FI_DEV_GPU_UTIL, gauge", nil, true},
+	} {
+		got, err := platform.CSVFieldNames(tc.csv)
+		if (err != nil) != tc.refused || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, %v; want %v, refused %v", tc.name, got, err, tc.want, tc.refused)
+		}
 	}
 }
