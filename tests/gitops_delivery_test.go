@@ -40,7 +40,12 @@ const publishPath = "clusters/acme/gpu"
 // new one when empty), after the changes (a day-2 edit of the stack).
 func renderFor(t *testing.T, stack, tool, dir string, changes ...func(*config.Config)) (string, *plan.Stack) {
 	t.Helper()
-	cfg := stacktest.Config(t, stack)
+	return renderStack(t, stacktest.Config(t, stack), stack, tool, dir, changes...)
+}
+
+// renderStack is renderFor with the stack's config given.
+func renderStack(t *testing.T, cfg *config.Config, stack, tool, dir string, changes ...func(*config.Config)) (string, *plan.Stack) {
+	t.Helper()
 	if dir == "" {
 		dir = filepath.Join(t.TempDir(), "rendered")
 	}

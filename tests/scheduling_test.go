@@ -10,6 +10,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/fit"
@@ -22,6 +23,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/nodesim"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
+	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
 	"github.com/natron/gpu-node-pools/stacks/target/natron"
@@ -527,53 +529,65 @@ func TestScaleFromZeroNodes(t *testing.T) {
 	}
 }
 
-// Variations the stack files do not have, generated from the config
-// contract: models on a MIG pool, two models on one time-sliced pool, and
-// a model and a batch job on a spot pool, on both targets.
+// poolVariations are stacks the stack files do not have, generated from
+// the config contract: models on a MIG pool, two models on one
+// time-sliced pool, and (on AKS) a model and a batch job on a spot pool.
+func poolVariations(t *testing.T, target string) (*plan.Stack, *config.Config) {
+	t.Helper()
+	c := stacktest.WithServing(stacktest.Natron())
+	pools := []any{
+		map[string]any{"name": "mig", "sku": "a100-80gb-x8", "minNodes": 0, "maxNodes": 2, "migProfile": "MIG3g"},
+		map[string]any{"name": "shared", "sku": "a100-80gb-x4", "minNodes": 0, "maxNodes": 2, "timeSlicing": 4},
+	}
+	if target == "aks" {
+		c = stacktest.WithServing(stacktest.AKS())
+		pools = []any{
+			map[string]any{"name": "mig", "sku": "Standard_ND96amsr_A100_v4", "minNodes": 0, "maxNodes": 2, "migProfile": "MIG3g"},
+			map[string]any{"name": "shared", "sku": "Standard_NC24ads_A100_v4", "minNodes": 0, "maxNodes": 2, "timeSlicing": 4},
+			map[string]any{"name": "spot", "sku": "Standard_NC80adis_H100_v5", "minNodes": 0, "maxNodes": 2, "spot": true},
+		}
+	}
+	c["pools"] = pools
+	base := stacktest.Model(c)
+	var models []any
+	for _, m := range [][2]string{{"on-mig", "mig"}, {"shared-a", "shared"}, {"shared-b", "shared"}, {"on-spot", "spot"}} {
+		if m[1] == "spot" && target != "aks" {
+			continue
+		}
+		model := stacktest.DeepCopy(map[string]any{"m": base})["m"].(map[string]any)
+		model["name"], model["pool"], model["maxReplicas"] = m[0], m[1], 1
+		if m[1] == "shared" {
+			// a quarter of an A100 holds no 8B model in 16 bits: vLLM
+			// would find 18 GiB for 19 (the fit check says so)
+			model["parametersB"] = 3
+		}
+		models = append(models, model)
+	}
+	c["models"] = models
+	batchPool := "shared"
+	if target == "aks" {
+		batchPool = "spot"
+	}
+	c["batchJobs"].([]any)[0].(map[string]any)["pool"] = batchPool
+	raw := stacktest.Encode(t, c)
+	p, err := plan.Load(raw, "variations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, errs := config.Decode(raw)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	return p, cfg
+}
+
+// The variations schedule: every model runs on its pool.
 func TestPoolVariationsSchedule(t *testing.T) {
 	t.Parallel()
 	for _, target := range []string{"aks", "natron"} {
 		t.Run(target, func(t *testing.T) {
 			t.Parallel()
-			c := stacktest.WithServing(stacktest.Natron())
-			pools := []any{
-				map[string]any{"name": "mig", "sku": "a100-80gb-x8", "minNodes": 0, "maxNodes": 2, "migProfile": "MIG3g"},
-				map[string]any{"name": "shared", "sku": "a100-80gb-x4", "minNodes": 0, "maxNodes": 2, "timeSlicing": 4},
-			}
-			if target == "aks" {
-				c = stacktest.WithServing(stacktest.AKS())
-				pools = []any{
-					map[string]any{"name": "mig", "sku": "Standard_ND96amsr_A100_v4", "minNodes": 0, "maxNodes": 2, "migProfile": "MIG3g"},
-					map[string]any{"name": "shared", "sku": "Standard_NC24ads_A100_v4", "minNodes": 0, "maxNodes": 2, "timeSlicing": 4},
-					map[string]any{"name": "spot", "sku": "Standard_NC80adis_H100_v5", "minNodes": 0, "maxNodes": 2, "spot": true},
-				}
-			}
-			c["pools"] = pools
-			base := stacktest.Model(c)
-			var models []any
-			for _, m := range [][2]string{{"on-mig", "mig"}, {"shared-a", "shared"}, {"shared-b", "shared"}, {"on-spot", "spot"}} {
-				if m[1] == "spot" && target != "aks" {
-					continue
-				}
-				model := stacktest.DeepCopy(map[string]any{"m": base})["m"].(map[string]any)
-				model["name"], model["pool"], model["maxReplicas"] = m[0], m[1], 1
-				if m[1] == "shared" {
-					// a quarter of an A100 holds no 8B model in 16 bits: vLLM
-					// would find 18 GiB for 19 (the fit check says so)
-					model["parametersB"] = 3
-				}
-				models = append(models, model)
-			}
-			c["models"] = models
-			batchPool := "shared"
-			if target == "aks" {
-				batchPool = "spot"
-			}
-			c["batchJobs"].([]any)[0].(map[string]any)["pool"] = batchPool
-			p, err := plan.Load(stacktest.Encode(t, c), "variations")
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, _ := poolVariations(t, target)
 			s := simulate(t, p, nil, 3*len(p.Serving.Engines)+len(p.Serving.Jobs))
 			s.checkPlacements(t, p)
 			running := map[string]bool{}
@@ -587,6 +601,22 @@ func TestPoolVariationsSchedule(t *testing.T) {
 					t.Errorf("model %s on pool %s does not run", e.Name, e.Pool.Name)
 				}
 			}
+		})
+	}
+}
+
+// The cross-part invariants hold on the variations too, rendered by the
+// program (renderStack checks them).
+func TestPoolVariationsKeepTheInvariants(t *testing.T) {
+	t.Parallel()
+	for _, target := range []string{"aks", "natron"} {
+		t.Run(target, func(t *testing.T) {
+			t.Parallel()
+			_, cfg := poolVariations(t, target)
+			if target == "natron" { // its clusters as dev names them
+				cfg.GitOps = stacktest.Config(t, "dev").GitOps
+			}
+			renderStack(t, cfg, "variations", gitops.Flux, "")
 		})
 	}
 }
