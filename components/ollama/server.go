@@ -100,10 +100,10 @@ func (o Server) Memory() Memory {
 }
 
 // AvailableGiB is what one GPU resource of the pool gives an Ollama
-// replica: a MIG slice's memory, or a time-sliced share of the GPU's,
-// less what CUDA does not report.
+// replica: a MIG slice's memory, or a time-sliced share of the GPU's, as
+// the driver reports it (fit.DeviceGiB), less what CUDA does not report.
 func AvailableGiB(pool gpupool.Facts) float64 {
-	return float64(pool.MemoryPerGPUResourceGB) - fit.CUDAHiddenGiB/float64(max(pool.TimeSlicing, 1))
+	return (fit.DeviceGiB(pool) - fit.CUDAHiddenGiB) / float64(max(pool.TimeSlicing, 1))
 }
 
 // MemoryGi is the container's memory request and limit in Gi: on CPU

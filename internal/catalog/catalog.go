@@ -39,6 +39,10 @@ type GPU struct {
 	FramebufferMiB int
 	// MIG is true where the GPU can be partitioned with Multi-Instance GPU.
 	MIG bool
+	// MIGGiB is the memory of one MIG instance by its memory eighths (1,
+	// 2, 4, 8), as the driver lists it (nvidia-smi mig -lgip, in GiB):
+	// less than the profile's name says (1g.12gb on an H100 NVL is 10.75).
+	MIGGiB map[int]float64
 	// ComputeCapability is CUDA's major*10+minor (NVIDIA's CUDA GPUs list):
 	// which kernels, and so which quantization methods, the GPU runs.
 	ComputeCapability int
@@ -54,12 +58,12 @@ type GPU struct {
 // google/gvisor issue 10413), H100 NVL in NVIDIA/gpu-admin-tools issue 4.
 // The V100 16GB and the H200 are not measured yet.
 var (
-	A100PCIe80 = GPU{Model: "NVIDIA A100 80GB PCIe", Label: "a100-80gb", MemoryGB: 80, FramebufferMiB: 81920, MIG: true, ComputeCapability: 80, Speed: a100PCIe80Speed}
-	A100SXM40  = GPU{Model: "NVIDIA A100 40GB SXM4", Label: "a100-40gb", MemoryGB: 40, FramebufferMiB: 40960, MIG: true, ComputeCapability: 80, Speed: a100SXM40Speed}
-	A100SXM80  = GPU{Model: "NVIDIA A100 80GB SXM4", Label: "a100-80gb", MemoryGB: 80, FramebufferMiB: 81920, MIG: true, ComputeCapability: 80, Speed: a100SXM80Speed}
-	H100NVL    = GPU{Model: "NVIDIA H100 NVL", Label: "h100-94gb", MemoryGB: 94, FramebufferMiB: 95830, MIG: true, ComputeCapability: 90, Speed: h100NVLSpeed}
-	H100SXM    = GPU{Model: "NVIDIA H100 80GB HBM3", Label: "h100-80gb", MemoryGB: 80, FramebufferMiB: 81559, MIG: true, ComputeCapability: 90, Speed: h100SXMSpeed}
-	H200SXM    = GPU{Model: "NVIDIA H200 141GB HBM3e", Label: "h200-141gb", MemoryGB: 141, MIG: true, ComputeCapability: 90, Speed: h200SXMSpeed}
+	A100PCIe80 = GPU{Model: "NVIDIA A100 80GB PCIe", Label: "a100-80gb", MemoryGB: 80, FramebufferMiB: 81920, MIG: true, MIGGiB: a100x80MIG, ComputeCapability: 80, Speed: a100PCIe80Speed}
+	A100SXM40  = GPU{Model: "NVIDIA A100 40GB SXM4", Label: "a100-40gb", MemoryGB: 40, FramebufferMiB: 40960, MIG: true, MIGGiB: a100x40MIG, ComputeCapability: 80, Speed: a100SXM40Speed}
+	A100SXM80  = GPU{Model: "NVIDIA A100 80GB SXM4", Label: "a100-80gb", MemoryGB: 80, FramebufferMiB: 81920, MIG: true, MIGGiB: a100x80MIG, ComputeCapability: 80, Speed: a100SXM80Speed}
+	H100NVL    = GPU{Model: "NVIDIA H100 NVL", Label: "h100-94gb", MemoryGB: 94, FramebufferMiB: 95830, MIG: true, MIGGiB: h100NVLMIG, ComputeCapability: 90, Speed: h100NVLSpeed}
+	H100SXM    = GPU{Model: "NVIDIA H100 80GB HBM3", Label: "h100-80gb", MemoryGB: 80, FramebufferMiB: 81559, MIG: true, MIGGiB: h100x80MIG, ComputeCapability: 90, Speed: h100SXMSpeed}
+	H200SXM    = GPU{Model: "NVIDIA H200 141GB HBM3e", Label: "h200-141gb", MemoryGB: 141, MIG: true, MIGGiB: h200MIG, ComputeCapability: 90, Speed: h200SXMSpeed}
 	V100       = GPU{Model: "NVIDIA Tesla V100 16GB", Label: "v100-16gb", MemoryGB: 16, ComputeCapability: 70, Speed: v100PCIeSpeed}
 	T4         = GPU{Model: "NVIDIA Tesla T4", Label: "t4-16gb", MemoryGB: 16, FramebufferMiB: 15360, ComputeCapability: 75, Speed: t4Speed}
 	A10        = GPU{Model: "NVIDIA A10", Label: "a10-24gb", MemoryGB: 24, FramebufferMiB: 23028, ComputeCapability: 86, Speed: a10Speed}
@@ -142,8 +146,10 @@ func ValidMIG(p MIGProfile) bool { _, ok := migShape[p]; return ok }
 type MIGSlice struct {
 	// Name is NVIDIA's profile name, e.g. "3g.40gb".
 	Name string
-	// MemoryGB is the framebuffer of one instance.
+	// MemoryGB is the memory the name gives.
 	MemoryGB int
+	// MemoryMiB is the memory the driver gives one instance (GPU.MIGGiB).
+	MemoryMiB int
 	// PerGPU is how many instances one GPU is split into.
 	PerGPU int
 }
@@ -155,7 +161,28 @@ func (g GPU) Slice(p MIGProfile) (MIGSlice, bool) {
 		return MIGSlice{}, false
 	}
 	mem := int(math.Round(float64(g.MemoryGB*s.eighths) / 8))
-	return MIGSlice{Name: strconv.Itoa(s.slices) + "g." + strconv.Itoa(mem) + "gb", MemoryGB: mem, PerGPU: s.perGPU}, true
+	return MIGSlice{
+		Name:      strconv.Itoa(s.slices) + "g." + strconv.Itoa(mem) + "gb",
+		MemoryGB:  mem,
+		MemoryMiB: int(math.Floor(g.migGiB(s.eighths) * 1024)),
+		PerGPU:    s.perGPU,
+	}, true
+}
+
+// migGiB is one instance's memory with eighths of the GPU's memory: as
+// listed, else the largest listed smaller instance scaled up (bigger
+// instances lose less, so this stays on the safe side), else the name's
+// GB taken as GiB.
+func (g GPU) migGiB(eighths int) float64 {
+	if v, ok := g.MIGGiB[eighths]; ok {
+		return v
+	}
+	for e := eighths - 1; e > 0; e-- {
+		if v, ok := g.MIGGiB[e]; ok {
+			return v * float64(eighths) / float64(e)
+		}
+	}
+	return math.Round(float64(g.MemoryGB*eighths) / 8)
 }
 
 // SKUs lists the section's node shapes, by name.

@@ -39,3 +39,42 @@ func TestMIGSlices(t *testing.T) {
 		t.Error("MIG5g is not a profile")
 	}
 }
+
+// A MIG instance has the memory the driver lists (mig.go), not its name's:
+// 1g.12gb on an H100 NVL is 10.75 GiB. Where a listing stops (the H100
+// NVL's 7g) the largest listed instance is scaled, never above the
+// framebuffer.
+func TestMIGSliceMemoryIsWhatTheDriverLists(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		gpu     GPU
+		profile MIGProfile
+		mib     int
+	}{
+		{H100NVL, "MIG1g", 11008},  // 10.75 GiB
+		{H100NVL, "MIG3g", 47493},  // 46.38 GiB
+		{H100NVL, "MIG7g", 94986},  // 2 × 46.38 GiB
+		{H100SXM, "MIG7g", 81152},  // 79.25 GiB
+		{A100SXM40, "MIG1g", 4864}, // 4.75 GiB
+		{A100SXM80, "MIG3g", 40192},
+		{H200SXM, "MIG1g", 16384}, // 16 GiB for "18gb"
+	} {
+		s, _ := tc.gpu.Slice(tc.profile)
+		if s.MemoryMiB != tc.mib {
+			t.Errorf("%s %s: %d MiB, want %d", tc.gpu.Model, tc.profile, s.MemoryMiB, tc.mib)
+		}
+	}
+	for _, g := range []GPU{A100PCIe80, A100SXM40, A100SXM80, H100NVL, H100SXM, H200SXM} {
+		if len(g.MIGGiB) == 0 {
+			t.Errorf("%s: MIG without the instance sizes the driver lists", g.Model)
+		}
+		prev := 0
+		for _, p := range MIGProfiles {
+			s, _ := g.Slice(p)
+			if s.MemoryMiB >= s.MemoryGB*1024 || s.MemoryMiB < prev || (g.FramebufferMiB > 0 && s.MemoryMiB > g.FramebufferMiB) {
+				t.Errorf("%s %s: %d MiB (name %d GB, framebuffer %d MiB, previous %d)", g.Model, p, s.MemoryMiB, s.MemoryGB, g.FramebufferMiB, prev)
+			}
+			prev = s.MemoryMiB
+		}
+	}
+}

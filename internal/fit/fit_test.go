@@ -98,10 +98,10 @@ func TestFit(t *testing.T) {
 		{"no tensor parallelism over time-sliced shares", known(t, "llama-3.2-1b", 2),
 			pooltest.TimeSliced(t, 4), nil, "tensorParallel", "a time-sliced share (4 per GPU): two shares may be the same physical GPU"},
 		{"MIG slice memory counts", known(t, "mistral-7b", 1),
-			pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "tensorParallel", "tensorParallel 1 on pool infer gives 1 × 10 GiB × gpuMemoryUtilization 0.90 = 9 GiB"},
+			pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "tensorParallel", "tensorParallel 1 on pool infer gives 1 × 9 GiB × gpuMemoryUtilization 0.90 = 8 GiB"},
 		{"a 1B model on a MIG 1g slice", known(t, "llama-3.2-1b", 1), pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "", ""},
 		{"no room for CUDA graphs above the budget", with(known(t, "llama-3.2-1b", 1), func(m *Model) { m.GPUMemoryUtilization = 0.98 }),
-			pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "gpuMemoryUtilization", "leaves 0.19 GiB of each GPU above vLLM's budget"},
+			pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "gpuMemoryUtilization", "leaves 0.18 GiB of each GPU above vLLM's budget"},
 		{"a model given by size only: the nearest catalog shape", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1, MaxModelLen: 65536},
 			pooltest.Pool(t, pooltest.AKS, "Standard_NV36ads_A10_v5", 1, ""), nil, "maxModelLen", "8.0 GiB of KV cache"},
 	}

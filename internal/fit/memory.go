@@ -157,15 +157,18 @@ func Sizing(m Model, pool gpupool.Facts, tp int) Memory {
 }
 
 // DeviceGiB is the memory of the device a pod of pool sees, before what
-// CUDA hides: a MIG slice is all it sees (its profile's size); a whole GPU,
-// or a time-sliced share of one, sees the framebuffer the driver reports
+// CUDA hides, as the driver reports it: a MIG slice is all it sees
+// (gpupool.Facts.MIGInstanceMiB: 1g.12gb on an H100 NVL has 10.75 GiB); a
+// whole GPU, or a time-sliced share of one, sees the framebuffer
 // (gpupool.Facts.GPUMemoryMiB: an A10 has 22.5 GiB, not its data sheet's
 // 24 GB taken as GiB, which left the memory-capped context no margin).
 func DeviceGiB(pool gpupool.Facts) float64 {
-	if pool.MIGInstance != "" && pool.TimeSlicing <= 1 {
+	switch {
+	case pool.MIGInstance != "" && pool.MIGInstanceMiB > 0:
+		return float64(pool.MIGInstanceMiB) / 1024
+	case pool.MIGInstance != "":
 		return float64(pool.MemoryPerGPUResourceGB)
-	}
-	if pool.GPUMemoryMiB > 0 {
+	case pool.GPUMemoryMiB > 0:
 		return float64(pool.GPUMemoryMiB) / 1024
 	}
 	return float64(pool.GPUMemoryGB)

@@ -36,6 +36,9 @@ type Facts struct {
 	MIGProfile catalog.MIGProfile `json:"migProfile,omitempty"`
 	// MIGInstance is NVIDIA's name of one partition, e.g. "3g.40gb".
 	MIGInstance string `json:"migInstance,omitempty"`
+	// MIGInstanceMiB is the memory the driver gives one partition
+	// (catalog.MIGSlice.MemoryMiB), less than its name says.
+	MIGInstanceMiB int `json:"migInstanceMiB,omitempty"`
 	// GPUResource is the extended resource a node of the pool advertises
 	// and a pod requests to run here. MIG pools run the device plugin's
 	// single strategy on their own nodes (each has a device plugin config
@@ -89,6 +92,7 @@ func NewFacts(spec Spec, sku catalog.SKU, spot *Toleration) Facts {
 	if slice, ok := sku.GPU.Slice(spec.MIGProfile); ok {
 		p.MIGProfile = spec.MIGProfile
 		p.MIGInstance = slice.Name
+		p.MIGInstanceMiB = slice.MemoryMiB
 		p.GPUResourcesPerNode = sku.GPUs * slice.PerGPU
 		p.MemoryPerGPUResourceGB = slice.MemoryGB
 	}

@@ -46,7 +46,7 @@ func TestNewFacts(t *testing.T) {
 			spec: gpupool.Spec{Name: "train", SKU: "a100-80gb-x8", MaxNodes: 2, MIGProfile: "MIG1g"},
 			want: gpupool.Facts{
 				Name: "train", Target: "natron", SKU: "a100-80gb-x8", GPUModel: "NVIDIA A100 80GB SXM4", ComputeCapability: 80,
-				GPUsPerNode: 8, GPUMemoryGB: 80, GPUMemoryMiB: 81920, MIGProfile: "MIG1g", MIGInstance: "1g.10gb",
+				GPUsPerNode: 8, GPUMemoryGB: 80, GPUMemoryMiB: 81920, MIGProfile: "MIG1g", MIGInstance: "1g.10gb", MIGInstanceMiB: 9728,
 				GPUResource: "nvidia.com/gpu", GPUResourcesPerNode: 56, MemoryPerGPUResourceGB: 10, MaxNodes: 2,
 				DevicePluginConfig: "train", // the single strategy on its nodes
 				NodeSelector:       map[string]string{"gpu.natron.cloud/pool": "train"},
