@@ -93,6 +93,13 @@ func readYAML(path string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	dups, err := duplicateKeys(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(dups) > 0 {
+		return nil, fmt.Errorf("%s: %s", filepath.Base(path), strings.Join(dups, "; "))
+	}
 	var m map[string]any
 	if err := yaml.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
