@@ -12,9 +12,12 @@ if [ ! -f "Pulumi.$STACK.yaml" ]; then
 fi
 
 eval "$(.ci/env.sh)"
-# Development default only: real customer stacks use their own passphrase or
-# a KMS secrets provider.
-export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-gpu-node-pools-dev}"
+# The documented development passphrase is the dev stack's only: any other
+# stack needs its own (or a KMS secrets provider), which stackctl check
+# demands before the stack is created.
+if [ "$STACK" = dev ]; then
+	export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-gpu-node-pools-dev}"
+fi
 if [ -n "${GPU_NODE_POOLS_CHART_DIR:-}" ]; then echo "charts from $GPU_NODE_POOLS_CHART_DIR"; fi
 
 # The checker, installed once per change (go install relinks nothing when

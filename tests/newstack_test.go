@@ -193,8 +193,12 @@ func TestPreviewStopsEarly(t *testing.T) {
 		stack, extra string
 		want         []string
 	}{"copied", string(dev), []string{
-		"error: could not create secrets manager for new stack: incorrect passphrase",
-		"hint: Pulumi.copied.yaml holds an encryptionsalt (and secure values) made with another passphrase",
+		"Pulumi.copied.yaml: its encryptionsalt was made with the development passphrase (a copy of another stack's file?)",
+	}}, struct {
+		stack, extra string
+		want         []string
+	}{"nopass", "", []string{ // a valid new stack, no passphrase set
+		"stack nopass: no passphrase for its secrets (PULUMI_CONFIG_PASSPHRASE is not set), and only the dev stack may use the development one; export PULUMI_CONFIG_PASSPHRASE=",
 	}})
 	for _, tc := range tests {
 		content := base + tc.extra
@@ -204,7 +208,11 @@ func TestPreviewStopsEarly(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(n.dir, "Pulumi."+tc.stack+".yaml"), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := n.sh("export PULUMI_CONFIG_PASSPHRASE='not the dev passphrase'\nmake -s preview STACK=" + tc.stack)
+		pass := "export PULUMI_CONFIG_PASSPHRASE='not the dev passphrase'\n"
+		if tc.stack == "nopass" {
+			pass = ""
+		}
+		out, err := n.sh(pass + "make -s preview STACK=" + tc.stack)
 		if err == nil {
 			t.Fatalf("%s: make preview succeeded:\n%s", tc.stack, out)
 		}

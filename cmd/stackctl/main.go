@@ -138,7 +138,7 @@ func checkStack(args []string, dir string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	r := preflight.Stack(dir, *stack, preflight.PluginInstalled)
+	r := preflight.Check(dir, *stack, preflight.PluginInstalled, os.Getenv)
 	for _, w := range r.Warnings {
 		fmt.Fprintln(stderr, "warning: "+w)
 	}

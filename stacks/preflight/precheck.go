@@ -70,6 +70,17 @@ func PluginInstalled(name, version string) bool {
 	return len(m) > 0
 }
 
+// Check is Stack before the engine creates or opens the stack: with its
+// secrets' passphrase (Passphrase, env reading the environment) in the
+// same round.
+func Check(projectDir, stack string, installed Installed, env func(string) string) Report {
+	r := Stack(projectDir, stack, installed)
+	if f, err := stackfile.Read(projectDir, stack, "secret"); err == nil {
+		r.Errors = append(Passphrase(f, env), r.Errors...)
+	}
+	return r
+}
+
 // Stack checks stack's file in projectDir.
 func Stack(projectDir, stack string, installed Installed) Report {
 	f, err := stackfile.Read(projectDir, stack, "secret")

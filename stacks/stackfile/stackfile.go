@@ -25,8 +25,12 @@ type File struct {
 	// storage.accessKey), which Raw holds as the placeholder given to Read.
 	Secure []string
 	// Salt reports whether the file carries an encryption salt, which ties
-	// it to the passphrase it was made with.
-	Salt bool
+	// it to the passphrase it was made with; EncryptionSalt is its value.
+	Salt           bool
+	EncryptionSalt string
+	// SecretsProvider is the file's secretsprovider (empty: the passphrase
+	// provider, or none chosen yet).
+	SecretsProvider string
 }
 
 // Path is a stack's file in projectDir.
@@ -72,7 +76,8 @@ func Read(projectDir, stack, placeholder string) (*File, error) {
 		}
 		return nil, err
 	}
-	_, f.Salt = file["encryptionsalt"]
+	f.EncryptionSalt, f.Salt = file["encryptionsalt"].(string)
+	f.SecretsProvider, _ = file["secretsprovider"].(string)
 	values, _ := file["config"].(map[string]any)
 	for k, raw := range values {
 		if !strings.Contains(k, ":") {
