@@ -17,6 +17,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/monitoring"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/config"
 )
 
@@ -199,5 +200,28 @@ func TestREADMEKubernetesVersionCoversTheObjects(t *testing.T) {
 	}
 	if have, _ := strconv.Atoi(m[1]); have < need {
 		t.Errorf("the README asks for Kubernetes 1.%d; the objects need 1.%d", have, need)
+	}
+}
+
+// Every render directory the project's stacks and the README's new stack
+// write is ignored by git: renders go to the GitOps repository, and a
+// rendered-<stack>/ left untracked was one git add -A from being committed.
+func TestRenderDirectoriesAreIgnored(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dirs := []string{"rendered-acme"} // the README's make stack RENDER_DIR
+	for _, stack := range []string{"dev", "prod"} {
+		if d := stacktest.Config(t, stack).RenderDir; d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	for _, d := range dirs {
+		cmd := exec.Command("git", "check-ignore", "--no-index", "-q", d+"/workload/x.yaml")
+		cmd.Dir = pulumitest.RepoRoot()
+		if err := cmd.Run(); err != nil {
+			t.Errorf("git does not ignore the render directory %s (.gitignore): %v", d, err)
+		}
 	}
 }
