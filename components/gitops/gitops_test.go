@@ -43,6 +43,12 @@ func TestValidate(t *testing.T) {
 			s.ExternalSecrets = &gitops.ExternalSecrets{StoreKind: "Vault"}
 			return s
 		}(), true, []string{`gitops.externalSecrets.store: Invalid value: ""`, `gitops.externalSecrets.storeKind: Unsupported value: "Vault"`}},
+		{"flux over ssh without credentials", func() gitops.Spec {
+			s := flux
+			s.Interval, s.RepoURL = "", "ssh://git@git.example/platform/acme.git"
+			return s
+		}(), true, []string{`gitops.credentialsSecret: Required value: an ssh:// repository needs the Secret with Flux's SSH key`}},
+		{"argo over ssh keeps its own credentials", func() gitops.Spec { s := argo(); s.RepoURL = "ssh://git@git.example/platform/acme.git"; return s }(), true, nil},
 		{"valid argo", argo(), true, nil},
 		{"valid flux", func() gitops.Spec { s := flux; s.Interval = "1m30s"; return s }(), true, nil},
 	} {

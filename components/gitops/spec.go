@@ -147,6 +147,13 @@ func (s Spec) Validate(p *field.Path, rendering bool) field.ErrorList {
 		if s.Project != "" {
 			errs = append(errs, fielderr.Forbidden(p.Child("project"), s.Project, "an Argo CD project: not read with tool flux"))
 		}
+		// Flux clones ssh:// only with a key and known hosts from the
+		// GitRepository's secretRef (source-controller
+		// docs/spec/v1/gitrepositories.md, "SSH authentication").
+		if u, err := url.Parse(s.RepoURL); err == nil && u.Scheme == "ssh" && s.CredentialsSecret == "" {
+			errs = append(errs, fielderr.Required(p.Child("credentialsSecret"),
+				"an ssh:// repository needs the Secret with Flux's SSH key and known_hosts, in Flux's namespace: flux create secret git <name> --url=%s, then set credentialsSecret: <name>", s.RepoURL))
+		}
 	} else {
 		for key, v := range map[string]string{"interval": s.Interval, "timeout": s.Timeout, "credentialsSecret": s.CredentialsSecret} {
 			if v != "" {
