@@ -211,3 +211,28 @@ func TestLoadStackFile(t *testing.T) {
 		t.Errorf("a stack that does not exist: %v", err)
 	}
 }
+
+// The Automation API as documented, with no hidden knob: the charts come
+// from the Engine (not from this process's environment, which the
+// program, running in this process, would otherwise read), and a relative
+// renderDir lands in the project directory, not in the caller's working
+// directory. Offline, the upstream chart repositories are unreachable, so
+// the render succeeds only with the Engine's chart directory.
+func TestRenderTakesChartsAndPathsFromTheEngine(t *testing.T) {
+	t.Setenv(plan.ChartDirEnv, "") // not parallel: Setenv
+	cfg := stacktest.Config(t, "dev")
+	cfg.RenderDir, cfg.Platform.ChartDir = "rendered-acme", ""
+	e, _ := recordingEngine(t)
+	e.ProjectDir, e.ChartDir = t.TempDir(), filepath.Join(pulumitest.SharedDir(t), "charts")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if _, err := automation.Render(ctx, "dev", cfg, e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.ProjectDir, "rendered-acme", "workload")); err != nil {
+		t.Errorf("the render is not in the project directory: %v", err)
+	}
+	if _, err := os.Stat("rendered-acme"); err == nil {
+		t.Error("the render went to the working directory")
+	}
+}

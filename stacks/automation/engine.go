@@ -4,6 +4,7 @@
 package automation
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 
 	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/plan"
 )
 
 // Engine says how internal tools reach the Pulumi engine for customer stacks.
@@ -35,6 +37,15 @@ type Engine struct {
 	// WorkDir keeps each stack's settings (its encryption salt) between
 	// calls, in WorkDir/<stack>. Empty: a per-user cache directory.
 	WorkDir string
+	// ProjectDir is where a stack's relative paths (renderDir,
+	// platform.chartDir) start, as they do for make and the CLI in the
+	// project. Empty: the process's working directory.
+	ProjectDir string
+	// ChartDir is the directory of chart archives for stacks whose
+	// platform.chartDir is not set (offline machines). Empty: Env's
+	// GPU_NODE_POOLS_CHART_DIR, else the process's, else the charts'
+	// upstream repositories.
+	ChartDir string
 	// Progress receives the engine's human-readable output of every stack.
 	Progress io.Writer
 	// OnEvent receives every engine event, tagged with its stack.
@@ -128,4 +139,23 @@ func (e Engine) progress() []io.Writer {
 		return nil
 	}
 	return []io.Writer{e.Progress}
+}
+
+// resolve is cfg as the engine runs it: relative paths from ProjectDir,
+// and the chart directory from the Engine when the stack names none (the
+// program runs in this process, which does not see Env).
+func (e Engine) resolve(cfg *config.Config) *config.Config {
+	c := *cfg
+	at := func(p string) string {
+		if p == "" || filepath.IsAbs(p) || e.ProjectDir == "" {
+			return p
+		}
+		return filepath.Join(e.ProjectDir, p)
+	}
+	c.RenderDir = at(c.RenderDir)
+	if c.Platform.ChartDir == "" {
+		c.Platform.ChartDir = cmp.Or(e.ChartDir, e.Env[plan.ChartDirEnv])
+	}
+	c.Platform.ChartDir = at(c.Platform.ChartDir)
+	return &c
 }

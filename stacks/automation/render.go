@@ -56,6 +56,7 @@ func render(ctx context.Context, name string, cfg *config.Config, e Engine, run 
 	if cfg == nil || cfg.RenderDir == "" {
 		return nil, fmt.Errorf("stack %s: render needs renderDir", name)
 	}
+	cfg = e.resolve(cfg)
 	dir, err := filepath.Abs(cfg.RenderDir)
 	if err != nil {
 		return nil, err

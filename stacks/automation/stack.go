@@ -63,6 +63,7 @@ func openStack(ctx context.Context, name string, cfg *config.Config, program pul
 	if cfg == nil {
 		return nil, fmt.Errorf("stack %s: config is required", name)
 	}
+	cfg = e.resolve(cfg)
 	if _, err := plan.Resolve(cfg, name); err != nil {
 		return nil, fmt.Errorf("stack %s: %w", name, err)
 	}
