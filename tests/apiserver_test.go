@@ -130,6 +130,7 @@ func recordingEngine(t *testing.T) (automation.Engine, *recorder) {
 		Env:             map[string]string{"PULUMI_CONFIG_PASSPHRASE": env["PULUMI_CONFIG_PASSPHRASE"], "PULUMI_HOME": env["PULUMI_HOME"]},
 		PulumiRoot:      root,
 		WorkDir:         t.TempDir(),
+		Diff:            true, // the secret-leak checks read the property diffs too
 		Progress:        r,
 		OnEvent: func(_ string, e events.EngineEvent) {
 			r.mu.Lock()

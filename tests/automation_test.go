@@ -236,3 +236,35 @@ func TestRenderTakesChartsAndPathsFromTheEngine(t *testing.T) {
 		t.Error("the render went to the working directory")
 	}
 }
+
+// A preview's progress is one line per resource and the summary, as make
+// preview's; the property diff (CRD schemas and all) only with Engine.Diff.
+func TestPreviewProgressIsOneLinePerResource(t *testing.T) {
+	t.Parallel()
+	lines := map[bool]string{}
+	for _, diff := range []bool{false, true} {
+		e, rec := recordingEngine(t)
+		e.Diff = diff
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		s, err := automation.OpenStack(ctx, "acme", devConfig(t, t.TempDir()), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changes, err := s.Preview(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.mu.Lock()
+		lines[diff] = rec.progress.String()
+		rec.mu.Unlock()
+		n, creates := strings.Count(lines[diff], "\n"), changes["create"]
+		t.Logf("diff %v: %d lines for %d creates", diff, n, creates)
+		if !diff && (n > creates+30 || strings.Contains(lines[diff], "openAPIV3Schema")) {
+			t.Errorf("%d lines for %d resources without the diff:\n%s", n, creates, lines[diff])
+		}
+	}
+	if !strings.Contains(lines[true], "openAPIV3Schema") {
+		t.Error("Engine.Diff did not add the property diff")
+	}
+}

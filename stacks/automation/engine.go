@@ -46,6 +46,10 @@ type Engine struct {
 	// GPU_NODE_POOLS_CHART_DIR, else the process's, else the charts'
 	// upstream repositories.
 	ChartDir string
+	// Diff adds each resource's property diff to a preview's Progress
+	// (thousands of lines of CRD schemas for a first preview); without it,
+	// one line per resource and the summary.
+	Diff bool
 	// Progress receives the engine's human-readable output of every stack.
 	Progress io.Writer
 	// OnEvent receives every engine event, tagged with its stack.

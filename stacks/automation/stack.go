@@ -130,7 +130,13 @@ const eventsGrace = 2 * time.Second
 // Preview shows what an up would change, by operation.
 func (s *Stack) Preview(ctx context.Context) (map[apitype.OpType]int, error) {
 	ch, finish := s.events()
-	res, err := s.stack.Preview(ctx, optpreview.EventStreams(ch), optpreview.ProgressStreams(s.engine.progress()...), optpreview.Diff())
+	opts := []optpreview.Option{optpreview.EventStreams(ch), optpreview.ProgressStreams(s.engine.progress()...)}
+	if s.engine.Diff {
+		opts = append(opts, optpreview.Diff())
+	} else {
+		opts = append(opts, optpreview.SuppressOutputs()) // Outputs() reads them
+	}
+	res, err := s.stack.Preview(ctx, opts...)
 	finish(err)
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: preview: %w", s.name, err)
