@@ -44,6 +44,8 @@ test: vet lint unit fuzz
 
 vet:
 	go vet ./...
+	@# a tidy go.mod, so that no build (the engine's included) ever rewrites it
+	go mod tidy -diff
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 lint:

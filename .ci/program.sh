@@ -7,5 +7,7 @@
 # package as it compiles, instead of minutes of dots.
 set -euo pipefail
 bin="${GPU_NODE_POOLS_PROGRAM_BIN:-$PWD/.pulumi-state/bin}"
-GOBIN="$bin" go install -v . >&2
+# -mod=readonly whatever the caller's GOFLAGS say: a preview never rewrites
+# go.mod or go.sum (make vet keeps them tidy).
+GOBIN="$bin" GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=readonly" go install -v . >&2
 exec "$bin/gpu-node-pools"
