@@ -317,7 +317,15 @@ func modelRemoved(t *testing.T, l *lifecycle) {
 	l.apply(t, func(cfg *config.Config) {
 		cfg.Models = slices.DeleteFunc(cfg.Models, func(m serving.ModelSpec) bool { return m.Name == l.model.Name })
 	})
-	if left := leftOf(t, l.c, l.model.Name); len(left) > 0 {
-		t.Errorf("left of the removed model %s: %v", l.model.Name, left)
+	// Pruning deletes in the foreground (Argo CD's default, as the harness
+	// does): a Deployment stays, being deleted, until its pods are gone.
+	var left []string
+	for end := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		if left = leftOf(t, l.c, l.model.Name); len(left) == 0 || time.Now().After(end) {
+			break
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("a minute after the delivery, left of the removed model %s: %v", l.model.Name, left)
 	}
 }
