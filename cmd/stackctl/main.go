@@ -25,10 +25,12 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
 
 	"github.com/natron/gpu-node-pools/stacks/automation"
+	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 	"github.com/natron/gpu-node-pools/stacks/preflight"
 	"github.com/natron/gpu-node-pools/stacks/scaffold"
 	"github.com/natron/gpu-node-pools/stacks/stackfile"
+	"github.com/natron/gpu-node-pools/stacks/target"
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
@@ -108,7 +110,7 @@ func newStack(args []string, dir string, stdout io.Writer) error {
 	for _, e := range r.Errors {
 		for _, line := range strings.Split(e, "\n") {
 			if strings.HasPrefix(line, "  ") && !secretLine(line, scaffold.Secrets(o)) {
-				wrong = append(wrong, line)
+				wrong = append(wrong, asTyped(line, questions))
 			}
 		}
 	}
@@ -121,6 +123,18 @@ func newStack(args []string, dir string, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "  "+s)
 	}
 	return nil
+}
+
+// asTyped names a problem with a target question's answer by the make
+// variable and flag the user typed, then the config key it became.
+func asTyped(line string, questions []target.Question) string {
+	for _, q := range questions {
+		key := config.Key(q.Key)
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), key+":"); q.Key != "" && ok {
+			return fmt.Sprintf("  %s (-%s, the stack's %s):%s", q.Var, q.Flag, key, rest)
+		}
+	}
+	return line
 }
 
 func secretLine(line string, secrets []string) bool {

@@ -126,3 +126,35 @@ func TestStacksAndGitOpsTarget(t *testing.T) {
 		}
 	}
 }
+
+// A wrong answer is reported against the make variable typed, and an
+// answer that looks like a number (K8S_VERSION=1.33) stays the string
+// typed, so the real problem shows in the same round as the others.
+func TestNewNamesTheMakeVariable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "Pulumi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	code := run([]string{"new", "-name", "acme", "-target", "natron", "-cluster", "Acme_1", "-kubernetes-version", "1.33",
+		"-image-url", "https://images.example/u.qcow2", "-image-checksum", "https://images.example/u.qcow2.sha256sum"}, dir, &out, &errs)
+	if code != 1 {
+		t.Fatalf("exit %d; stderr %q", code, errs.String())
+	}
+	for _, want := range []string{
+		`K8S_VERSION (-kubernetes-version, the stack's gpu-node-pools:natron.kubernetesVersion): must be a Kubernetes version such as v1.33.4, got "1.33"`,
+		`gpu-node-pools:natron.clusterName: must be a DNS label`, // the same round
+	} {
+		if !strings.Contains(errs.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs.String())
+		}
+	}
+	if strings.Contains(errs.String(), "JSON number") {
+		t.Errorf("the answer was read as a number:\n%s", errs.String())
+	}
+}

@@ -1,5 +1,7 @@
 package target
 
+import "encoding/json"
+
 // Scaffold is a target's part of `make stack`: the questions beyond the
 // stack's name, cluster and render directory, and its lines of the new
 // stack file.
@@ -19,8 +21,11 @@ type Scaffold struct {
 type Question struct {
 	// Flag is the stackctl new flag, Var the make stack variable.
 	Flag, Var string
-	Help      string
-	Required  bool
+	// Key is the config key the answer becomes (natron.kubernetesVersion),
+	// so that a wrong answer is reported against the variable typed.
+	Key      string
+	Help     string
+	Required bool
 	// Default is the answer when none is given (nil: none); it may
 	// derive from the other answers.
 	Default func(a Answers) string
@@ -35,6 +40,13 @@ type Answers struct {
 
 // Get is the answer to the question with this flag.
 func (a Answers) Get(flag string) string { return a.Values[flag] }
+
+// Quoted is Get as a YAML string: an answer such as 1.33 or yes stays
+// the string typed, not a number or a boolean.
+func (a Answers) Quoted(flag string) string {
+	b, _ := json.Marshal(a.Values[flag])
+	return string(b)
+}
 
 // SecretPrompt is a secret key to set, and where its value comes from.
 type SecretPrompt struct {

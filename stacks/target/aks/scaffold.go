@@ -13,7 +13,7 @@ var scaffoldBlock string
 // with the Azure CLI and needs no secret to preview.
 func (Target) Scaffold() target.Scaffold {
 	return target.Scaffold{
-		Questions: []target.Question{{Flag: "resource-group", Var: "RESOURCE_GROUP", Help: "the AKS cluster's resource group", Required: true}},
+		Questions: []target.Question{{Flag: "resource-group", Var: "RESOURCE_GROUP", Key: "aks.resourceGroup", Help: "the AKS cluster's resource group", Required: true}},
 		Block:     scaffoldBlock,
 		Secrets:   func(target.Answers) []target.SecretPrompt { return nil },
 	}
