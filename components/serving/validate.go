@@ -36,8 +36,11 @@ func (s *Storage) Validate(p *field.Path) field.ErrorList {
 		if !strings.HasPrefix(s.Endpoint, "https://") && !strings.HasPrefix(s.Endpoint, "http://") {
 			errs = append(errs, fielderr.Invalid(p.Child("endpoint"), s.Endpoint, "must be the S3 endpoint URL (Ceph or any S3-compatible store)"))
 		}
-		if s.AccessKey == "" || s.SecretKey == "" {
-			errs = append(errs, fielderr.Required(p.Child("accessKey"), "accessKey and secretKey are required for s3, as secrets (pulumi config set --secret --path ...)"))
+		// each missing key by its own name, with the command that sets it
+		for _, k := range [][2]string{{"accessKey", string(s.AccessKey)}, {"secretKey", string(s.SecretKey)}} {
+			if k[1] == "" {
+				errs = append(errs, fielderr.Required(p.Child(k[0]), "required for s3, as a secret: pulumi config set --secret --path %s <value>", p.Child(k[0])))
+			}
 		}
 	case AzureBlob:
 		if !fielderr.DNSLabel(s.Account) {

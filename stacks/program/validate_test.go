@@ -192,7 +192,7 @@ func TestValidationRules(t *testing.T) {
 		// storage
 		{"models without storage", stacktest.ServingAKS, func(c map[string]any) { delete(c, "storage") }, `gpu-node-pools:storage: required with models`},
 		{"storage kind unknown", stacktest.ServingAKS, func(c map[string]any) { c["storage"].(map[string]any)["kind"] = "gcs" }, `gpu-node-pools:storage.kind: must be one of s3, azureBlob, got "gcs"`},
-		{"s3 without keys", stacktest.ServingNatron, func(c map[string]any) { delete(c["storage"].(map[string]any), "secretKey") }, `gpu-node-pools:storage.accessKey: accessKey and secretKey are required for s3`},
+		{"s3 without keys", stacktest.ServingNatron, func(c map[string]any) { delete(c["storage"].(map[string]any), "secretKey") }, `gpu-node-pools:storage.secretKey: required for s3, as a secret: pulumi config set --secret --path gpu-node-pools:storage.secretKey <value>`},
 		{"workload identity without the identity's name", stacktest.ServingAKS, func(c map[string]any) { delete(c["storage"].(map[string]any), "identityName") },
 			`gpu-node-pools:storage.identityName: required with clientId: the managed identity's name, to federate it with the weights-download service account`},
 		{"workload identity on bare metal", stacktest.ServingNatron, func(c map[string]any) {
