@@ -305,7 +305,14 @@ func TestRenderWritesTheWholeTree(t *testing.T) {
 			t.Errorf("the render does not list %q:\n%s", want, out)
 		}
 	}
-	if out, err := n.sh("make -s preview"); err != nil || !strings.Contains(out, "unchanged since the last render") {
+	out, err = n.sh("make -s preview")
+	if err != nil || !strings.Contains(out, "unchanged since the last render") {
 		t.Errorf("a third render of the same config: %v\n%s", err, out)
+	}
+	// dev's Secrets come from its store through the render's
+	// ExternalSecrets: nothing to create by hand, the store entries named
+	if strings.Contains(out, "create these") || !strings.Contains(out, "ClusterSecretStore natron-vault") ||
+		!strings.Contains(out, "gpu-node-pools/dev/models/gpu-node-pools-api-key  keys: [api-key]") {
+		t.Errorf("the render's Secret list with externalSecrets set:\n%s", out)
 	}
 }

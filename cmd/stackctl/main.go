@@ -18,6 +18,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -220,10 +221,21 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "Each tree applies layer by layer (1-namespaces-crds, 2-resources, 3-custom-resources; docs/rendering.md).")
 	if list, ok := r.ExternalSecrets.([]any); ok && len(list) > 0 {
-		fmt.Fprintln(stdout, "Secrets are not written to files; create these with your secret manager (or set gitops.externalSecrets):")
+		es := cfg.GitOps.Defaults(*stack).ExternalSecrets
+		if es == nil {
+			fmt.Fprintln(stdout, "Secrets are not written to files; create these with your secret manager (or set gitops.externalSecrets):")
+		} else {
+			// the render holds an ExternalSecret per Secret: nothing to
+			// create by hand, only the store entries they read
+			fmt.Fprintf(stdout, "Secrets come from %s %s through the render's ExternalSecrets; the store needs these entries (each key a property):\n", es.StoreKind, es.Store)
+		}
 		for _, e := range list {
 			m, _ := e.(map[string]any)
-			fmt.Fprintf(stdout, "  %v/%v  keys: %v\n", m["namespace"], m["name"], m["keys"])
+			where := fmt.Sprintf("%v/%v", m["namespace"], m["name"])
+			if es != nil {
+				where = path.Join(es.KeyPrefix, where)
+			}
+			fmt.Fprintf(stdout, "  %s  keys: %v\n", where, m["keys"])
 		}
 	}
 	return nil
