@@ -18,7 +18,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -233,7 +232,7 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 			m, _ := e.(map[string]any)
 			where := fmt.Sprintf("%v/%v", m["namespace"], m["name"])
 			if es != nil {
-				where = path.Join(es.KeyPrefix, where)
+				where = es.StoreKey(fmt.Sprint(m["namespace"]), fmt.Sprint(m["name"]))
 			}
 			fmt.Fprintf(stdout, "  %s  keys: %v\n", where, m["keys"])
 		}

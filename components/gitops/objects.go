@@ -144,13 +144,19 @@ func Kustomizations(s Spec, prefix string, d Destination) []map[string]any {
 	return out
 }
 
+// StoreKey is the store entry that holds Secret namespace/name's keys, one
+// property each: <keyPrefix>/<namespace>/<name>.
+func (e ExternalSecrets) StoreKey(namespace, name string) string {
+	return path.Join(e.KeyPrefix, namespace, name)
+}
+
 // ExternalSecret is the External Secrets Operator's object that makes one
 // Secret a render left out: each key is a property of the store's entry
 // <keyPrefix>/<namespace>/<name>.
 func ExternalSecret(e ExternalSecrets, ext secret.External) map[string]any {
 	data := make([]any, len(ext.Keys))
 	for i, k := range ext.Keys {
-		data[i] = map[string]any{"secretKey": k, "remoteRef": map[string]any{"key": path.Join(e.KeyPrefix, ext.Namespace, ext.Name), "property": k}}
+		data[i] = map[string]any{"secretKey": k, "remoteRef": map[string]any{"key": e.StoreKey(ext.Namespace, ext.Name), "property": k}}
 	}
 	return map[string]any{
 		"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",

@@ -76,10 +76,12 @@ func PluginInstalled(name, version string) bool {
 // secrets' passphrase (Passphrase, env reading the environment) in the
 // same round.
 func Check(projectDir, stack string, installed Installed, env func(string) string) Report {
-	r := Stack(projectDir, stack, installed)
-	if f, err := stackfile.Read(projectDir, stack, "secret"); err == nil {
-		r.Errors = append(Passphrase(f, env), r.Errors...)
+	f, err := stackfile.Read(projectDir, stack, "secret")
+	if err != nil {
+		return Report{Errors: []string{err.Error()}}
 	}
+	r := check(f, installed)
+	r.Errors = append(Passphrase(f, env), r.Errors...)
 	return r
 }
 
@@ -89,6 +91,12 @@ func Stack(projectDir, stack string, installed Installed) Report {
 	if err != nil {
 		return Report{Errors: []string{err.Error()}}
 	}
+	return check(f, installed)
+}
+
+// check checks a stack file as read.
+func check(f *stackfile.File, installed Installed) Report {
+	stack := f.Stack
 	var r Report
 	r.Warnings = plaintextSecrets(f)
 	p, err := plan.Load(stackfile.Unqualified(f.Raw), stack)
