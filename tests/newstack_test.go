@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 )
 
 // newcomer runs shell commands in a copy of the project the way a platform
@@ -139,19 +140,6 @@ func TestREADMECommands(t *testing.T) {
 	}
 }
 
-// natronRenderStack is the head of a bare-metal stack file that renders
-// (no kubeconfigs needed), for the tests to add pools and models to.
-const natronRenderStack = `config:
-  gpu-node-pools:target: natron
-  gpu-node-pools:renderDir: rendered
-  gpu-node-pools:natron:
-    site: natron-cloud
-    clusterName: acme
-    namespace: capi-acme
-    kubernetesVersion: v1.33.4
-    image: {url: "https://images.example/u.qcow2", checksum: "https://images.example/u.qcow2.sha256sum"}
-`
-
 // What stops make preview, before the engine prints anything and before
 // the stack exists: config problems, printed once as the program's own
 // message; a missing API key where no plugin could generate one; a stack
@@ -160,7 +148,7 @@ const natronRenderStack = `config:
 func TestPreviewStopsEarly(t *testing.T) {
 	t.Parallel()
 	n := newNewcomer(t)
-	base := natronRenderStack
+	base := stacktest.NatronRenderHead
 	tests := []struct {
 		stack, extra string
 		want         []string // each exactly once
@@ -239,7 +227,7 @@ func TestPreviewStopsEarly(t *testing.T) {
 func TestRawPreviewPrintsTheProgramsMessage(t *testing.T) {
 	t.Parallel()
 	n := newNewcomer(t)
-	stack := natronRenderStack + `  gpu-node-pools:pools:
+	stack := stacktest.NatronRenderHead + `  gpu-node-pools:pools:
     - {name: a100, sku: a100-80gb-x8, minNodes: 3, maxNodes: 2}
 `
 	if err := os.WriteFile(filepath.Join(n.dir, "Pulumi.drifted.yaml"), []byte(stack), 0o644); err != nil {

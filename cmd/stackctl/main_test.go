@@ -8,20 +8,14 @@ import (
 	"testing"
 
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 )
 
 // make stack refuses answers that make an invalid stack, naming the key,
 // and leaves no file behind; it never overwrites a stack file.
 func TestNewRefusesWrongAnswers(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "Pulumi.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := stacktest.Project(t, nil)
 	args := func(cluster string) []string {
 		return []string{"new", "-name", "acme", "-target", "natron", "-cluster", cluster, "-kubernetes-version", "v1.33.4",
 			"-image-url", "https://images.example/u.qcow2", "-image-checksum", "https://images.example/u.qcow2.sha256sum"}
@@ -132,14 +126,7 @@ func TestStacksAndGitOpsTarget(t *testing.T) {
 // typed, so the real problem shows in the same round as the others.
 func TestNewNamesTheMakeVariable(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "Pulumi.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := stacktest.Project(t, nil)
 	var out, errs bytes.Buffer
 	code := run([]string{"new", "-name", "acme", "-target", "natron", "-cluster", "Acme_1", "-kubernetes-version", "1.33",
 		"-image-url", "https://images.example/u.qcow2", "-image-checksum", "https://images.example/u.qcow2.sha256sum"}, dir, &out, &errs)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 	"github.com/natron/gpu-node-pools/stacks/preflight"
 )
@@ -98,32 +99,14 @@ func TestSummary(t *testing.T) {
 // key that only the random plugin could generate.
 func TestStackReportsPluginsWithConfigProblems(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	project, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "Pulumi.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stackFile := `config:
-  gpu-node-pools:target: natron
-  gpu-node-pools:renderDir: rendered
-  gpu-node-pools:natron:
-    site: natron-cloud
-    clusterName: acme
-    namespace: capi-acme
-    kubernetesVersion: v1.33.4
-    image: {url: "https://images.example/u.qcow2", checksum: "https://images.example/u.qcow2.sha256sum"}
-  gpu-node-pools:pools:
+	stackFile := stacktest.NatronRenderHead + `  gpu-node-pools:pools:
     - {name: a100, sku: a100-80gb-x8, minNodes: 0, maxNodes: -1}
   gpu-node-pools:storage: {kind: s3, endpoint: "https://s3.example", accessKey: {secure: "v1:abc"}, secretKey: {secure: "v1:abc"}}
   gpu-node-pools:models:
     - {name: llama3-8b, pool: a100, source: "s3://models/llama3-8b", parametersB: 8, dtype: bfloat16, tensorParallel: 1,
        maxModelLen: 8192, gpuMemoryUtilization: 0.9, minReplicas: 0, maxReplicas: 2, queueDepthTarget: 5}
 `
-	for name, text := range map[string]string{"Pulumi.yaml": string(project), "Pulumi.beta.yaml": stackFile} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := stacktest.Project(t, map[string]string{"beta": stackFile})
 	r := preflight.Stack(dir, "beta", func(string, string) bool { return false })
 	all := strings.Join(r.Errors, "\n")
 	for _, want := range []string{"gpu-node-pools:pools[0].maxNodes", "gpu-node-pools:serving.apiKey: not set and the random provider plugin is not installed"} {
