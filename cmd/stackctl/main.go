@@ -220,19 +220,19 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "Each tree applies layer by layer (1-namespaces-crds, 2-resources, 3-custom-resources; docs/rendering.md).")
 	if list, ok := r.ExternalSecrets.([]any); ok && len(list) > 0 {
-		es := cfg.GitOps.Defaults(*stack).ExternalSecrets
-		if es == nil {
-			fmt.Fprintln(stdout, "Secrets are not written to files; create these with your secret manager (or set gitops.externalSecrets):")
+		// the program says where each Secret comes from: a store entry
+		// the render's ExternalSecrets read, or nothing (create it)
+		first, _ := list[0].(map[string]any)
+		if store, ok := first["store"]; ok {
+			fmt.Fprintf(stdout, "Secrets come from %v through the render's ExternalSecrets; the store needs these entries (each key a property):\n", store)
 		} else {
-			// the render holds an ExternalSecret per Secret: nothing to
-			// create by hand, only the store entries they read
-			fmt.Fprintf(stdout, "Secrets come from %s %s through the render's ExternalSecrets; the store needs these entries (each key a property):\n", es.StoreKind, es.Store)
+			fmt.Fprintln(stdout, "Secrets are not written to files; create these with your secret manager (or set gitops.externalSecrets):")
 		}
 		for _, e := range list {
 			m, _ := e.(map[string]any)
 			where := fmt.Sprintf("%v/%v", m["namespace"], m["name"])
-			if es != nil {
-				where = es.StoreKey(fmt.Sprint(m["namespace"]), fmt.Sprint(m["name"]))
+			if k, ok := m["storeKey"]; ok {
+				where = fmt.Sprint(k)
 			}
 			fmt.Fprintf(stdout, "  %s  keys: %v\n", where, m["keys"])
 		}

@@ -110,6 +110,15 @@ func EstimateBytes(vectors int64, dimensions int) float64 {
 // HasSecrets reports whether the spec holds a secret value.
 func (s Spec) HasSecrets() bool { return s.Password != "" || s.APIKey != "" }
 
+// CredentialKey is the field that gives the database's credential:
+// Qdrant takes an API key, pgvector a password.
+func (s Spec) CredentialKey() string {
+	if s.Kind == Qdrant {
+		return "apiKey"
+	}
+	return "password"
+}
+
 // Validate checks one vector database as written.
 func (s Spec) Validate(p *field.Path) field.ErrorList {
 	var errs field.ErrorList

@@ -6,6 +6,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/natron/gpu-node-pools/components/platform"
@@ -16,6 +17,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/pricing"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/target"
+	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
 // ChartDirEnv is read when platform.chartDir is not set: a local directory
@@ -48,9 +50,9 @@ type Stack struct {
 	Policies *policy.Resolved
 	// Images are the images the stack runs itself.
 	Images []policy.Image
-	// Plugins are the resource provider plugins the target needs besides
-	// the Kubernetes provider.
-	Plugins []target.Plugin
+	// Needs are the provider plugins the engine must find besides the
+	// Kubernetes provider.
+	Needs Needs
 	// Identities are the service accounts to federate with cloud
 	// identities: the weight download's, each backed-up pgvector
 	// database's (CloudNativePG runs a cluster's pods under a service
@@ -108,6 +110,41 @@ func Resolve(cfg *config.Config, stack string) (*Stack, error) {
 		cfg = &config.Config{}
 	}
 	return resolve(cfg, stack, nil)
+}
+
+// Needs are the provider plugins a stack needs besides the Kubernetes
+// provider: the random provider for each credential it generates
+// (Generated, the config keys left unset), and the target's own (Plugins).
+type Needs struct {
+	Target    target.Target
+	Generated []string
+	Plugins   []target.Plugin
+}
+
+// NeedsOf is what a config needs from the engine's plugins, from what
+// decodes even when the config does not resolve (a preflight reports it
+// beside the config's problems); false when the target is unknown.
+func NeedsOf(cfg *config.Config) (Needs, bool) {
+	t, ok := registry.Lookup(cfg.Target)
+	if !ok {
+		return Needs{}, false
+	}
+	return needsOf(cfg, t), true
+}
+
+// needsOf decides it once, for NeedsOf and the resolved plan.
+func needsOf(cfg *config.Config, t target.Target) Needs {
+	n := Needs{Target: t, Plugins: t.Defaults().Plugins}
+	// serving registers its Secrets with models or batch jobs alone
+	if (len(cfg.Models) > 0 || len(cfg.BatchJobs) > 0) && cfg.Serving.APIKey == "" {
+		n.Generated = append(n.Generated, config.Key("serving")+".apiKey")
+	}
+	for i, v := range cfg.VectorDBs {
+		if !v.HasSecrets() {
+			n.Generated = append(n.Generated, fmt.Sprintf("%s[%d].%s", config.Key("vectorDBs"), i, v.CredentialKey()))
+		}
+	}
+	return n
 }
 
 // protect is on when asked for, else for stacks named prod*.

@@ -58,7 +58,7 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack,
 		return nil, newConfigError(r.errs)
 	}
 	d := t.Defaults()
-	p := &Stack{Target: t, Cluster: cfg.Cluster, RenderDir: cfg.RenderDir, Protect: protect(cfg, stack), Plugins: d.Plugins}
+	p := &Stack{Target: t, Cluster: cfg.Cluster, RenderDir: cfg.RenderDir, Protect: protect(cfg, stack), Needs: needsOf(cfg, t)}
 	p.Pools = r.resolvePools(t)
 
 	p.Platform = cfg.Platform.Defaults(d.GPUStack)

@@ -19,8 +19,6 @@ import (
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 	"github.com/natron/gpu-node-pools/stacks/stackfile"
-	"github.com/natron/gpu-node-pools/stacks/target"
-	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
 // RandomVersion is the random provider plugin the generated API key needs
@@ -106,8 +104,8 @@ func check(f *stackfile.File, installed Installed) Report {
 		// the plugins too, from what decodes, so that one run says all
 		r.Errors = append(r.Errors, ce.Error())
 		cfg, _, _ := config.Decode(stackfile.Unqualified(f.Raw))
-		if t, ok := registry.Lookup(cfg.Target); ok {
-			r.Errors = append(r.Errors, plugins(len(cfg.Models) > 0 && cfg.Serving.APIKey == "", t, t.Defaults().Plugins, installed)...)
+		if n, ok := plan.NeedsOf(cfg); ok {
+			r.Errors = append(r.Errors, plugins(n, installed)...)
 		}
 		return r
 	case err != nil:
@@ -125,23 +123,23 @@ func check(f *stackfile.File, installed Installed) Report {
 // API key when serving.apiKey is not set; a target may need its own (AKS
 // pools need azure-native).
 func Plugins(p *plan.Stack, installed Installed) []string {
-	return plugins(p.Serving != nil && p.Serving.Options.APIKey == "", p.Target, p.Plugins, installed)
+	return plugins(p.Needs, installed)
 }
 
-// plugins: needKey when the random provider would generate the API key.
-func plugins(needKey bool, t target.Target, pls []target.Plugin, installed Installed) []string {
+func plugins(n plan.Needs, installed Installed) []string {
 	var out []string
-	if needKey && !installed("random", "") {
-		key := config.Key("serving") + ".apiKey"
-		out = append(out, fmt.Sprintf("%s: not set and the random provider plugin is not installed; set it with "+
-			"pulumi config set --secret --path %s \"$(openssl rand -hex 24)\", or install the plugin: pulumi plugin install resource random %s",
-			key, key, RandomVersion))
+	if !installed("random", "") {
+		for _, key := range n.Generated {
+			out = append(out, fmt.Sprintf("%s: not set and the random provider plugin is not installed; set it with "+
+				"pulumi config set --secret --path %s \"$(openssl rand -hex 24)\", or install the plugin: pulumi plugin install resource random %s",
+				key, key, RandomVersion))
+		}
 	}
-	for _, pl := range pls {
+	for _, pl := range n.Plugins {
 		if !installed(pl.Name, pl.Version) {
 			out = append(out, fmt.Sprintf("%s: %s needs the %s provider plugin %s; "+
 				"on a machine with internet access: pulumi plugin install resource %s %s",
-				config.Key("target"), t.Name(), pl.Name, pl.Version, pl.Name, pl.Version))
+				config.Key("target"), n.Target.Name(), pl.Name, pl.Version, pl.Name, pl.Version))
 		}
 	}
 	return out

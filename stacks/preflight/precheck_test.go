@@ -35,6 +35,12 @@ func TestPlugins(t *testing.T) {
 	none := func(string, string) bool { return false }
 	all := func(string, string) bool { return true }
 	withoutKey := func(raw map[string]string) { raw["serving"] = "{}" }
+	// batch jobs alone register serving's Secrets, the generated key with them
+	batchOnly := func(raw map[string]string) { raw["serving"] = "{}"; delete(raw, "models") }
+	// a vector database without its credential gets a generated one
+	dbWithoutPassword := func(raw map[string]string) {
+		raw["vectorDBs"] = `[{"name":"rag","size":"20Gi","clients":["rag-app"]},{"name":"docs","kind":"qdrant","size":"10Gi","clients":["rag-app"]}]`
+	}
 	tests := []struct {
 		name      string
 		p         *plan.Stack
@@ -44,6 +50,11 @@ func TestPlugins(t *testing.T) {
 		{"dev brings its key", load(t, "dev", nil), none, nil},
 		{"dev without a key", load(t, "dev", withoutKey), none, []string{"gpu-node-pools:serving.apiKey: not set and the random provider plugin is not installed"}},
 		{"dev without a key, random installed", load(t, "dev", withoutKey), all, nil},
+		{"batch jobs without a key", load(t, "dev", batchOnly), none, []string{"gpu-node-pools:serving.apiKey: not set and the random provider plugin is not installed"}},
+		{"vector databases without credentials", load(t, "dev", dbWithoutPassword), none, []string{
+			"gpu-node-pools:vectorDBs[0].password: not set and the random provider plugin is not installed; set it with pulumi config set --secret --path gpu-node-pools:vectorDBs[0].password",
+			"gpu-node-pools:vectorDBs[1].apiKey: not set"}},
+		{"vector databases without credentials, random installed", load(t, "dev", dbWithoutPassword), all, nil},
 		{"prod on a bare machine", load(t, "prod", nil), none, []string{
 			"gpu-node-pools:serving.apiKey: not set", "gpu-node-pools:target: aks needs the azure-native provider plugin 2.82.0; on a machine with internet access: pulumi plugin install resource azure-native 2.82.0"}},
 		{"prod with its plugins", load(t, "prod", nil), all, nil},

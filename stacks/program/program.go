@@ -146,7 +146,7 @@ func deployWorkloads(ctx *pulumi.Context, p *plan.Stack, workload, toGitOps *kub
 		}
 	}
 	if len(d.external) > 0 {
-		outputs["externalSecrets"] = externalSecrets(d.external)
+		outputs["externalSecrets"] = externalSecrets(p, d.external)
 	}
 	for _, k := range plain.SortedKeys(outputs) {
 		ctx.Export(k, outputs[k])
@@ -232,14 +232,22 @@ func rawConfig(ctx *pulumi.Context) map[string]string {
 
 // externalSecrets are the Secrets a render leaves out, as the output
 // lists them: namespace, name and the keys each must hold.
-func externalSecrets(list []secret.External) pulumi.Array {
+func externalSecrets(p *plan.Stack, list []secret.External) pulumi.Array {
 	out := pulumi.Array{}
 	for _, e := range list {
 		keys := make([]any, len(e.Keys))
 		for i, k := range e.Keys {
 			keys[i] = k
 		}
-		out = append(out, plain.Map(map[string]any{"namespace": e.Namespace, "name": e.Name, "keys": keys}))
+		m := map[string]any{"namespace": e.Namespace, "name": e.Name, "keys": keys}
+		// with gitops.externalSecrets, the render's ExternalSecrets read
+		// the Secret from a store entry: where to put it
+		if p.GitOps != nil && p.GitOps.Spec.ExternalSecrets != nil {
+			es := p.GitOps.Spec.ExternalSecrets
+			m["store"] = es.StoreKind + " " + es.Store
+			m["storeKey"] = es.StoreKey(e.Namespace, e.Name)
+		}
+		out = append(out, plain.Map(m))
 	}
 	return out
 }
