@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/internal/testkit/delivery"
@@ -33,7 +34,52 @@ func converged(t *testing.T, stack, tool string) (string, *delivery.Cluster) {
 		t.Fatalf("the first sync did not complete: %v", err)
 	}
 	requireConverged(t, c, objs)
+	checkProvidedSecrets(t, c, objs)
 	return dir, c
+}
+
+// checkProvidedSecrets: each Secret the External Secrets Operator made
+// for a render holds what the program's own Secret would: the secret keys
+// from the store, and the type and the values that are not secret from
+// the ExternalSecret's template, which the store does not hold.
+func checkProvidedSecrets(t *testing.T, c *delivery.Cluster, objs []*unstructured.Unstructured) {
+	t.Helper()
+	templated := 0
+	for _, o := range objs {
+		if o.GetKind() != "ExternalSecret" {
+			continue
+		}
+		var got corev1.Secret
+		if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetName()}, &got); err != nil {
+			t.Errorf("ExternalSecret %s/%s: %v", o.GetNamespace(), o.GetName(), err)
+			continue
+		}
+		data, _, _ := unstructured.NestedSlice(o.Object, "spec", "data")
+		for _, d := range data {
+			k, _ := d.(map[string]any)["secretKey"].(string)
+			if v := string(got.Data[k]); v != "sim-"+k {
+				t.Errorf("Secret %s/%s: %s = %q, want the store's", got.Namespace, got.Name, k, v)
+			}
+		}
+		values, _, _ := unstructured.NestedStringMap(o.Object, "spec", "target", "template", "data")
+		for k, v := range values {
+			if string(got.Data[k]) != v {
+				t.Errorf("Secret %s/%s: %s = %q, want %q", got.Namespace, got.Name, k, got.Data[k], v)
+			}
+		}
+		if typ, ok, _ := unstructured.NestedString(o.Object, "spec", "target", "template", "type"); ok && string(got.Type) != typ {
+			t.Errorf("Secret %s/%s: type %s, want %s", got.Namespace, got.Name, got.Type, typ)
+		}
+		if len(got.Data) != len(data)+len(values) {
+			t.Errorf("Secret %s/%s holds %d keys, want %d", got.Namespace, got.Name, len(got.Data), len(data)+len(values))
+		}
+		if len(values) > 0 {
+			templated++
+		}
+	}
+	if templated == 0 {
+		t.Error("no ExternalSecret gave values that are not secret (the storage Secret's rclone type)")
+	}
 }
 
 func requireConverged(t *testing.T, c *delivery.Cluster, objs []*unstructured.Unstructured) {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
@@ -123,6 +124,28 @@ func TestEngineDevStack(t *testing.T) {
 	}
 	if ext := fmt.Sprint(up.Outputs["externalSecrets"].Value); !strings.Contains(ext, "gpu-node-pools-api-key") || !strings.Contains(ext, "gpu-node-pools-storage") {
 		t.Errorf("externalSecrets output %s: a render stack must name the Secrets to provide", ext)
+	}
+	// only secret values are asked for; the others are given, with the type
+	entries, _ := up.Outputs["externalSecrets"].Value.([]any)
+	found := 0
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		keys, values := fmt.Sprint(m["keys"]), fmt.Sprint(m["values"])
+		switch m["name"] {
+		case "gpu-node-pools-storage":
+			found++
+			if strings.Contains(keys, "RCLONE_CONFIG_SRC_TYPE") || !strings.Contains(keys, "RCLONE_CONFIG_SRC_SECRET_ACCESS_KEY") || !strings.Contains(values, "RCLONE_CONFIG_SRC_TYPE:s3") {
+				t.Errorf("the storage Secret to provide: keys %s, values %s", keys, values)
+			}
+		case vectordb.CredentialsSecret("rag"):
+			found++
+			if m["type"] != "kubernetes.io/basic-auth" || keys != "[password]" || !strings.Contains(values, "username:") {
+				t.Errorf("pgvector's credentials to provide: %v", m)
+			}
+		}
+	}
+	if found < 2 {
+		t.Errorf("externalSecrets output %v: want the storage Secret and pgvector's credentials", entries)
 	}
 	for k, o := range up.Outputs {
 		if b, _ := json.Marshal(o.Value); !o.Secret && strings.Contains(string(b), pulumitest.SecretMarker) {

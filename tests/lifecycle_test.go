@@ -103,6 +103,7 @@ func (l *lifecycle) sync(t *testing.T) {
 		t.Fatalf("the sync did not complete: %v", err)
 	}
 	requireConverged(t, l.c, objs)
+	checkProvidedSecrets(t, l.c, objs)
 }
 
 // apply makes one more change (none: a sync of the same stack again),

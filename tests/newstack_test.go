@@ -5,11 +5,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
+	"github.com/natron/gpu-node-pools/stacks/automation"
 )
 
 // newcomer runs shell commands in a copy of the project the way a platform
@@ -52,7 +54,8 @@ func (n *newcomer) stacks() string {
 	return out
 }
 
-var resourceLine = regexp.MustCompile(`(?m)^ \+  \S+ \S+ (create|written)`)
+// resourceLine is a preview's line per resource or a render's per file.
+var resourceLine = regexp.MustCompile(`(?m)^ [-+~]  \S+ (\S+ create|added|changed|removed)$`)
 
 // readmeBlocks are the sh code blocks of a README section, comments and
 // blank lines dropped.
@@ -288,19 +291,30 @@ func TestRenderWritesTheWholeTree(t *testing.T) {
 	if _, err := os.Stat(stray); !os.IsNotExist(err) {
 		t.Errorf("a file no object owns survived the render: %v", err)
 	}
-	for _, want := range []string{"Changed since the last render:", filepath.Base(gone), "stray.yaml"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the render does not list %q:\n%s", want, out)
-		}
+	// only the change is listed: the file put back and the one that went
+	rel, _ := filepath.Rel(filepath.Join(n.dir, "rendered"), gone)
+	if got := resourceLine.FindAllString(out, -1); !slices.Equal(got, []string{" +  " + rel + " added", " -  workload/stray.yaml removed"}) {
+		t.Errorf("the second render lists %q, want the file put back and the stray one:\n%s", got, out)
+	}
+	if !strings.Contains(out, ": 1 added, 0 changed, 1 removed (") {
+		t.Errorf("the second render's summary:\n%s", out)
 	}
 	out, err = n.sh("make -s preview")
-	if err != nil || !strings.Contains(out, "unchanged since the last render") {
-		t.Errorf("a third render of the same config: %v\n%s", err, out)
+	if err != nil || !strings.Contains(out, "unchanged since the last render") || resourceLine.MatchString(out) {
+		t.Errorf("a third render of the same config lists files: %v\n%s", err, out)
+	}
+	// a rendering stack's outputs are in the render directory
+	var outputs map[string]any
+	readYAML(t, filepath.Join(n.dir, "rendered", automation.OutputsFile), &outputs)
+	models, _ := outputs["models"].(map[string]any)
+	llama, _ := models["llama3-8b"].(map[string]any)
+	if llama["sizing"] == nil || outputs["logCollectorTolerations"] == nil || outputs["cost"] == nil || outputs["apiKey"] != "[secret]" {
+		t.Errorf("the render's outputs: %v", outputs)
 	}
 	// dev's Secrets come from its store through the render's
 	// ExternalSecrets: nothing to create by hand, the store entries named
 	if strings.Contains(out, "create these") || !strings.Contains(out, "ClusterSecretStore natron-vault") ||
-		!strings.Contains(out, "gpu-node-pools/dev/models/gpu-node-pools-api-key  keys: [api-key]") {
+		!strings.Contains(out, "gpu-node-pools/dev/models/gpu-node-pools-api-key  keys: [api-key]") || strings.Contains(out, "RCLONE_CONFIG_SRC_TYPE") {
 		t.Errorf("the render's Secret list with externalSecrets set:\n%s", out)
 	}
 }

@@ -178,13 +178,11 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 		return err
 	}
 	ctx := context.Background()
-	written := 0
+	objects := 0
 	e := automation.Engine{SecretsProvider: "passphrase", OnEvent: func(_ string, ev events.EngineEvent) {
 		// objects, not the providers, components and charts around them
 		if o := ev.ResOutputsEvent; o != nil && strings.HasPrefix(o.Metadata.Type, "kubernetes:") && o.Metadata.Type != "kubernetes:helm.sh/v4:Chart" {
-			urn := o.Metadata.URN
-			fmt.Fprintf(stdout, " +  %s %s written\n", o.Metadata.Type, urn[strings.LastIndex(urn, "::")+2:])
-			written++
+			objects++
 		}
 	}}
 	cfg, err := automation.LoadStack(ctx, dir, *stack, e)
@@ -195,30 +193,39 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Objects: %d written\n\n", written)
+	printRender(stdout, *stack, objects, r)
+	return nil
+}
+
+// printRender shows what a render changed: one line per file added,
+// changed or removed (every file, the first time), then one line of
+// summary, where the outputs went and the Secrets to provide.
+func printRender(stdout io.Writer, stack string, objects int, r *automation.Rendered) {
+	for _, c := range []struct {
+		mark, what string
+		files      []string
+	}{{"+", "added", r.Added}, {"~", "changed", r.Changed}, {"-", "removed", r.Removed}} {
+		for _, f := range c.files {
+			fmt.Fprintf(stdout, " %s  %s %s\n", c.mark, f, c.what)
+		}
+	}
+	change := fmt.Sprintf("%d added, %d changed, %d removed", len(r.Added), len(r.Changed), len(r.Removed))
 	switch {
 	case r.First:
-		fmt.Fprintf(stdout, "Rendered manifests of stack %s (apply or sync with a GitOps tool):\n", *stack)
+		change = "first render"
 	case len(r.Added)+len(r.Removed)+len(r.Changed) == 0:
-		fmt.Fprintf(stdout, "Rendered manifests of stack %s, unchanged since the last render:\n", *stack)
-	default:
-		fmt.Fprintln(stdout, "Changed since the last render:")
-		for _, c := range []struct {
-			what  string
-			files []string
-		}{{"added", r.Added}, {"removed", r.Removed}, {"changed", r.Changed}} {
-			for _, f := range c.files {
-				fmt.Fprintf(stdout, "  %s %s\n", c.what, f)
-			}
+		change = "unchanged since the last render"
+	}
+	fmt.Fprintf(stdout, "Rendered stack %s into %s: %s (%d objects in %d files; apply or sync each tree layer by layer, docs/rendering.md).\n",
+		stack, r.Dir, change, objects, r.Files)
+	if r.First {
+		fmt.Fprintf(stdout, "  %s/workload    objects for the workload cluster\n", r.Dir)
+		fmt.Fprintf(stdout, "  %s/management  Cluster API objects for the management cluster\n", r.Dir)
+		if _, err := os.Stat(filepath.Join(r.Dir, "gitops")); err == nil {
+			fmt.Fprintf(stdout, "  %s/gitops      the Argo CD Applications or Flux Kustomizations that sync them\n", r.Dir)
 		}
-		fmt.Fprintf(stdout, "Rendered manifests of stack %s (apply or sync with a GitOps tool):\n", *stack)
 	}
-	fmt.Fprintf(stdout, "  %s/workload    objects for the workload cluster\n", r.Dir)
-	fmt.Fprintf(stdout, "  %s/management  Cluster API objects for the management cluster\n", r.Dir)
-	if _, err := os.Stat(filepath.Join(r.Dir, "gitops")); err == nil {
-		fmt.Fprintf(stdout, "  %s/gitops      the Argo CD Applications or Flux Kustomizations that sync them\n", r.Dir)
-	}
-	fmt.Fprintln(stdout, "Each tree applies layer by layer (1-namespaces-crds, 2-resources, 3-custom-resources; docs/rendering.md).")
+	fmt.Fprintf(stdout, "Stack outputs (%s) in %s.\n", strings.Join(slices.Sorted(maps.Keys(r.Outputs)), ", "), filepath.Join(r.Dir, automation.OutputsFile))
 	if list, ok := r.ExternalSecrets.([]any); ok && len(list) > 0 {
 		// the program says where each Secret comes from: a store entry
 		// the render's ExternalSecrets read, or nothing (create it)
@@ -230,14 +237,26 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 		}
 		for _, e := range list {
 			m, _ := e.(map[string]any)
-			where := fmt.Sprintf("%v/%v", m["namespace"], m["name"])
 			if k, ok := m["storeKey"]; ok {
-				where = fmt.Sprint(k)
+				// the render writes the type and the values that are not secret
+				fmt.Fprintf(stdout, "  %v  keys: %v\n", k, m["keys"])
+				continue
 			}
-			fmt.Fprintf(stdout, "  %s  keys: %v\n", where, m["keys"])
+			line := fmt.Sprintf("  %v/%v", m["namespace"], m["name"])
+			if t, ok := m["type"]; ok {
+				line += fmt.Sprintf(" (type %v)", t)
+			}
+			line += fmt.Sprintf("  secret keys: %v", m["keys"])
+			if values, ok := m["values"].(map[string]any); ok {
+				var kv []string
+				for _, k := range slices.Sorted(maps.Keys(values)) {
+					kv = append(kv, fmt.Sprintf("%s=%v", k, values[k]))
+				}
+				line += "  values: " + strings.Join(kv, " ")
+			}
+			fmt.Fprintln(stdout, line)
 		}
 	}
-	return nil
 }
 
 // costChange prints a stack's monthly cost against the same stack file in

@@ -9,6 +9,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
+	"github.com/natron/gpu-node-pools/stacks/automation"
 )
 
 // make stack refuses answers that make an invalid stack, naming the key,
@@ -143,5 +144,44 @@ func TestNewNamesTheMakeVariable(t *testing.T) {
 	}
 	if strings.Contains(errs.String(), "JSON number") {
 		t.Errorf("the answer was read as a number:\n%s", errs.String())
+	}
+}
+
+// Secrets created by hand are listed with their type, the keys whose
+// values only the secret manager holds, and the values that are not
+// secret as they must be; with a store, only the store entry and its keys.
+func TestPrintRenderListsWhatToCreate(t *testing.T) {
+	storage := map[string]any{"namespace": "models", "name": "gpu-node-pools-storage", "keys": []any{"RCLONE_CONFIG_SRC_KEY"},
+		"values": map[string]any{"RCLONE_CONFIG_SRC_TYPE": "azureblob", "RCLONE_CONFIG_SRC_ACCOUNT": "acme"}}
+	creds := map[string]any{"namespace": "rag", "name": "rag-credentials", "type": "kubernetes.io/basic-auth", "keys": []any{"password"},
+		"values": map[string]any{"username": "app"}}
+	tests := []struct {
+		name string
+		r    automation.Rendered
+		want []string
+	}{
+		{"by hand", automation.Rendered{Dir: "/r", Changed: []string{"workload/a.yaml"}, Files: 3, ExternalSecrets: []any{storage, creds}}, []string{
+			" ~  workload/a.yaml changed\n",
+			"Rendered stack acme into /r: 0 added, 1 changed, 0 removed (2 objects in 3 files;",
+			"create these with your secret manager",
+			"  models/gpu-node-pools-storage  secret keys: [RCLONE_CONFIG_SRC_KEY]  values: RCLONE_CONFIG_SRC_ACCOUNT=acme RCLONE_CONFIG_SRC_TYPE=azureblob\n",
+			"  rag/rag-credentials (type kubernetes.io/basic-auth)  secret keys: [password]  values: username=app\n"}},
+		{"from a store", automation.Rendered{Dir: "/r", Files: 3, ExternalSecrets: []any{map[string]any{"store": "ClusterSecretStore vault",
+			"storeKey": "acme/models/gpu-node-pools-storage", "keys": []any{"RCLONE_CONFIG_SRC_KEY"}, "values": storage["values"]}}}, []string{
+			"unchanged since the last render",
+			"Secrets come from ClusterSecretStore vault",
+			"  acme/models/gpu-node-pools-storage  keys: [RCLONE_CONFIG_SRC_KEY]\n"}},
+	}
+	for _, tt := range tests {
+		var out strings.Builder
+		printRender(&out, "acme", 2, &tt.r)
+		for _, w := range tt.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%s: no %q in\n%s", tt.name, w, out.String())
+			}
+		}
+		if tt.name == "from a store" && strings.Contains(out.String(), "RCLONE_CONFIG_SRC_TYPE") {
+			t.Errorf("a value the render writes is asked of the store:\n%s", out.String())
+		}
 	}
 }

@@ -164,6 +164,16 @@ func TestExternalSecret(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("ExternalSecret (-want +got):\n%s", d)
 	}
+
+	// the type and the values that are not secret come from the template
+	got = gitops.ExternalSecret(*s.ExternalSecrets, secret.External{Namespace: "rag", Name: "rag-credentials", Type: "kubernetes.io/basic-auth",
+		Keys: []string{"password"}, Values: map[string]string{"username": "app", "odd": "a{{b"}})
+	wantTarget := map[string]any{"name": "rag-credentials", "creationPolicy": "Owner", "template": map[string]any{
+		"engineVersion": "v2", "mergePolicy": "Merge", "type": "kubernetes.io/basic-auth",
+		"data": map[string]any{"username": "app", "odd": `{{ "a{{b" }}`}}}
+	if d := cmp.Diff(wantTarget, got["spec"].(map[string]any)["target"]); d != "" {
+		t.Errorf("ExternalSecret target (-want +got):\n%s", d)
+	}
 }
 
 // A tree as the Kubernetes provider writes it, arranged: layers, waves,

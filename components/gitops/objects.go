@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"path"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/kubernetes/scheme"
@@ -151,12 +152,32 @@ func (e ExternalSecrets) StoreKey(namespace, name string) string {
 }
 
 // ExternalSecret is the External Secrets Operator's object that makes one
-// Secret a render left out: each key is a property of the store's entry
-// <keyPrefix>/<namespace>/<name>.
+// Secret a render left out: each secret key is a property of the store's
+// entry <keyPrefix>/<namespace>/<name>; the values that are not secret and
+// the Secret's type come from the template, merged with what the store
+// gives (external-secrets v0.16.2
+// pkg/controllers/externalsecret/externalsecret_controller_template.go,
+// applyTemplate: with mergePolicy Merge the fetched keys stay, and
+// template.data, executed by the v2 engine, takes precedence).
 func ExternalSecret(e ExternalSecrets, ext secret.External) map[string]any {
 	data := make([]any, len(ext.Keys))
 	for i, k := range ext.Keys {
 		data[i] = map[string]any{"secretKey": k, "remoteRef": map[string]any{"key": e.StoreKey(ext.Namespace, ext.Name), "property": k}}
+	}
+	target := map[string]any{"name": ext.Name, "creationPolicy": "Owner"}
+	if len(ext.Values) > 0 || ext.Type != "" {
+		tpl := map[string]any{"engineVersion": "v2", "mergePolicy": "Merge"}
+		if ext.Type != "" {
+			tpl["type"] = ext.Type
+		}
+		if len(ext.Values) > 0 {
+			values := map[string]any{}
+			for k, v := range ext.Values {
+				values[k] = literal(v)
+			}
+			tpl["data"] = values
+		}
+		target["template"] = tpl
 	}
 	return map[string]any{
 		"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
@@ -164,8 +185,17 @@ func ExternalSecret(e ExternalSecrets, ext secret.External) map[string]any {
 		"spec": map[string]any{
 			"refreshInterval": e.RefreshInterval,
 			"secretStoreRef":  map[string]any{"name": e.Store, "kind": e.StoreKind},
-			"target":          map[string]any{"name": ext.Name, "creationPolicy": "Owner"},
+			"target":          target,
 			"data":            data,
 		},
 	}
+}
+
+// literal is v as a v2 template (Go text/template) that yields v itself:
+// text with no action delimiter is printed as is; one with "{{" is quoted.
+func literal(v string) string {
+	if !strings.Contains(v, "{{") {
+		return v
+	}
+	return "{{ " + strconv.Quote(v) + " }}"
 }

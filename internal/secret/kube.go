@@ -13,10 +13,12 @@ import (
 // its files would hold the values in plain text: then nothing is
 // registered and the External that names it (its keys are data's) comes
 // back instead, for the cluster's secret manager or an ExternalSecret.
+// A value given as a plain pulumi.String is not secret: the External
+// carries it, so that no one has to store it as a secret.
 func Place(ctx *pulumi.Context, resource, namespace, name, typ string, data pulumi.StringMap, rendering bool,
 	opts ...pulumi.ResourceOption) (*corev1.Secret, *External, error) {
 	if rendering {
-		return nil, &External{Namespace: namespace, Name: name, Keys: plain.SortedKeys(data)}, nil
+		return nil, external(namespace, name, typ, data), nil
 	}
 	args := &corev1.SecretArgs{
 		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(name), Namespace: pulumi.String(namespace)},
@@ -27,4 +29,19 @@ func Place(ctx *pulumi.Context, resource, namespace, name, typ string, data pulu
 	}
 	s, err := corev1.NewSecret(ctx, resource, args, opts...)
 	return s, nil, err
+}
+
+func external(namespace, name, typ string, data pulumi.StringMap) *External {
+	e := &External{Namespace: namespace, Name: name, Type: typ}
+	for _, k := range plain.SortedKeys(data) {
+		if v, ok := data[k].(pulumi.String); ok {
+			if e.Values == nil {
+				e.Values = map[string]string{}
+			}
+			e.Values[k] = string(v)
+			continue
+		}
+		e.Keys = append(e.Keys, k)
+	}
+	return e
 }

@@ -17,10 +17,13 @@ func (s Secret) Output() pulumi.StringOutput {
 }
 
 // External is a Secret a render leaves out (its values would be plain text
-// in the files): where it goes and the keys it must hold, for the
-// cluster's secret manager or External Secrets Operator to provide.
+// in the files): where it goes, its type, the keys whose values only the
+// cluster's secret manager holds, and the values that are not secret (an
+// rclone remote's type, pgvector's user name), which the render writes.
 type External struct {
-	Namespace string   `json:"namespace"`
-	Name      string   `json:"name"`
-	Keys      []string `json:"keys"`
+	Namespace string            `json:"namespace"`
+	Name      string            `json:"name"`
+	Type      string            `json:"type,omitempty"`
+	Keys      []string          `json:"keys"`
+	Values    map[string]string `json:"values,omitempty"`
 }

@@ -3,6 +3,7 @@ package automation
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,6 +28,12 @@ type Rendered struct {
 	// was no last render: First).
 	Added, Removed, Changed []string
 	First                   bool
+	// Files is how many files the render holds.
+	Files int
+	// Outputs are the stack's outputs, also written to OutputsFile in
+	// Dir (a rendering stack's state is thrown away): secret values
+	// replaced by "[secret]".
+	Outputs map[string]any
 	// ExternalSecrets are the Secrets to create with the cluster's secret
 	// manager (never written to the files).
 	ExternalSecrets any
@@ -110,14 +117,29 @@ func render(ctx context.Context, name string, cfg *config.Config, e Engine, run 
 		}
 		return nil, fmt.Errorf("%w (the last render is left in %s)", err, dir)
 	}
-	r := &Rendered{Dir: dir, First: !had}
+	r := &Rendered{Dir: dir, First: !had, Outputs: map[string]any{}}
 	if out, ok := outputs["externalSecrets"]; ok {
 		r.ExternalSecrets = out.Value
 	}
-	if had {
-		if r.Added, r.Removed, r.Changed, err = compareTrees(previous, dir); err != nil {
-			return nil, err
+	for k, out := range outputs {
+		if k == "renderDir" { // where the file is, and absolute here: not the same on every machine
+			continue
 		}
+		r.Outputs[k] = out.Value
+		if out.Secret {
+			r.Outputs[k] = "[secret]"
+		}
+	}
+	if err := writeOutputs(dir, r.Outputs); err != nil {
+		return nil, err
+	}
+	if !had {
+		previous = "" // every file is added
+	}
+	if r.Added, r.Removed, r.Changed, r.Files, err = compareTrees(previous, dir); err != nil {
+		return nil, err
+	}
+	if had {
 		if err := os.RemoveAll(previous); err != nil {
 			return nil, err
 		}
@@ -127,9 +149,12 @@ func render(ctx context.Context, name string, cfg *config.Config, e Engine, run 
 
 // compareTrees lists the files only in b (added), only in a (removed) and
 // in both with other content (changed).
-func compareTrees(a, b string) (added, removed, changed []string, err error) {
+func compareTrees(a, b string) (added, removed, changed []string, files int, err error) {
 	read := func(root string) (map[string][]byte, error) {
 		files := map[string][]byte{}
+		if root == "" {
+			return files, nil
+		}
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
@@ -142,11 +167,11 @@ func compareTrees(a, b string) (added, removed, changed []string, err error) {
 	}
 	old, err := read(a)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, 0, err
 	}
 	cur, err := read(b)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, 0, err
 	}
 	for f, content := range cur {
 		switch prev, ok := old[f]; {
@@ -164,5 +189,17 @@ func compareTrees(a, b string) (added, removed, changed []string, err error) {
 	sort.Strings(added)
 	sort.Strings(removed)
 	sort.Strings(changed)
-	return added, removed, changed, nil
+	return added, removed, changed, len(cur), nil
+}
+
+// OutputsFile is where a render writes the stack's outputs, in the render
+// directory beside the trees (no GitOps tool syncs it).
+const OutputsFile = "outputs.json"
+
+func writeOutputs(dir string, outputs map[string]any) error {
+	b, err := json.MarshalIndent(outputs, "", "  ")
+	if err != nil {
+		return fmt.Errorf("outputs: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, OutputsFile), append(b, '\n'), 0o644)
 }

@@ -240,6 +240,16 @@ func externalSecrets(p *plan.Stack, list []secret.External) pulumi.Array {
 			keys[i] = k
 		}
 		m := map[string]any{"namespace": e.Namespace, "name": e.Name, "keys": keys}
+		if e.Type != "" {
+			m["type"] = e.Type
+		}
+		if len(e.Values) > 0 {
+			values := map[string]any{}
+			for k, v := range e.Values {
+				values[k] = v
+			}
+			m["values"] = values
+		}
 		// with gitops.externalSecrets, the render's ExternalSecrets read
 		// the Secret from a store entry: where to put it
 		if p.GitOps != nil && p.GitOps.Spec.ExternalSecrets != nil {
