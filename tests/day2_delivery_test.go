@@ -34,7 +34,9 @@ func converged(t *testing.T, stack, tool string) (string, *delivery.Cluster) {
 		t.Fatalf("the first sync did not complete: %v", err)
 	}
 	requireConverged(t, c, objs)
-	checkProvidedSecrets(t, c, objs)
+	if checkProvidedSecrets(t, c, objs) == 0 {
+		t.Error("no ExternalSecret gave values that are not secret (the storage Secret's rclone type)")
+	}
 	return dir, c
 }
 
@@ -42,7 +44,8 @@ func converged(t *testing.T, stack, tool string) (string, *delivery.Cluster) {
 // for a render holds what the program's own Secret would: the secret keys
 // from the store, and the type and the values that are not secret from
 // the ExternalSecret's template, which the store does not hold.
-func checkProvidedSecrets(t *testing.T, c *delivery.Cluster, objs []*unstructured.Unstructured) {
+// It returns how many had such values.
+func checkProvidedSecrets(t *testing.T, c *delivery.Cluster, objs []*unstructured.Unstructured) int {
 	t.Helper()
 	templated := 0
 	for _, o := range objs {
@@ -77,9 +80,7 @@ func checkProvidedSecrets(t *testing.T, c *delivery.Cluster, objs []*unstructure
 			templated++
 		}
 	}
-	if templated == 0 {
-		t.Error("no ExternalSecret gave values that are not secret (the storage Secret's rclone type)")
-	}
+	return templated
 }
 
 func requireConverged(t *testing.T, c *delivery.Cluster, objs []*unstructured.Unstructured) {

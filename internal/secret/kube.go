@@ -17,12 +17,20 @@ import (
 // carries it, so that no one has to store it as a secret.
 func Place(ctx *pulumi.Context, resource, namespace, name, typ string, data pulumi.StringMap, rendering bool,
 	opts ...pulumi.ResourceOption) (*corev1.Secret, *External, error) {
-	if rendering {
-		return nil, external(namespace, name, typ, data), nil
+	ext := external(namespace, name, typ, data)
+	if rendering && len(ext.Keys) > 0 {
+		return nil, ext, nil
 	}
+	// nothing secret (an rclone remote read through workload identity):
+	// written as it is, since an ExternalSecret that reads nothing from
+	// its store never makes its Secret (external-secrets v0.16.2
+	// externalsecret_controller.go: no data, deletionPolicy Retain)
 	args := &corev1.SecretArgs{
 		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(name), Namespace: pulumi.String(namespace)},
-		StringData: pulumi.ToSecret(data).(pulumi.StringMapOutput),
+		StringData: data,
+	}
+	if len(ext.Keys) > 0 {
+		args.StringData = pulumi.ToSecret(data).(pulumi.StringMapOutput)
 	}
 	if typ != "" {
 		args.Type = pulumi.String(typ)
