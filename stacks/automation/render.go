@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/components/gitops"
@@ -117,18 +118,9 @@ func render(ctx context.Context, name string, cfg *config.Config, e Engine, run 
 		}
 		return nil, fmt.Errorf("%w (the last render is left in %s)", err, dir)
 	}
-	r := &Rendered{Dir: dir, First: !had, Outputs: map[string]any{}}
+	r := &Rendered{Dir: dir, First: !had, Outputs: publicOutputs(outputs)}
 	if out, ok := outputs["externalSecrets"]; ok {
 		r.ExternalSecrets = out.Value
-	}
-	for k, out := range outputs {
-		if k == "renderDir" { // where the file is, and absolute here: not the same on every machine
-			continue
-		}
-		r.Outputs[k] = out.Value
-		if out.Secret {
-			r.Outputs[k] = "[secret]"
-		}
 	}
 	if err := writeOutputs(dir, r.Outputs); err != nil {
 		return nil, err
@@ -145,6 +137,22 @@ func render(ctx context.Context, name string, cfg *config.Config, e Engine, run 
 		}
 	}
 	return r, nil
+}
+
+// publicOutputs is what outputs.json holds: every output but renderDir
+// (absolute here, so not the same on every machine), secrets as "[secret]".
+func publicOutputs(outputs auto.OutputMap) map[string]any {
+	m := map[string]any{}
+	for k, out := range outputs {
+		if k == "renderDir" {
+			continue
+		}
+		m[k] = out.Value
+		if out.Secret {
+			m[k] = "[secret]"
+		}
+	}
+	return m
 }
 
 // compareTrees lists the files only in b (added), only in a (removed) and
