@@ -7,7 +7,7 @@ export GPU_NODE_POOLS_SHARED ?= $(abspath $(CURDIR)/../shared)
 STACK ?= dev
 export STACK
 
-.PHONY: preview stack env docs test vet lint unit fuzz bench toolchain shared-bundle
+.PHONY: preview destroy stack env docs test vet lint unit fuzz bench toolchain shared-bundle
 
 ## preview: pulumi preview of $(STACK) through the real engine (local file
 ## backend in .pulumi-state/); stacks with renderDir are also rendered. The
@@ -15,6 +15,13 @@ export STACK
 ## valid. DIFF=1 shows the property diff.
 preview:
 	.ci/preview.sh
+
+## destroy: offboard the customer $(STACK): preview what goes, confirm by
+## typing the stack's name (YES=1 skips it), delete protected pools only
+## with UNPROTECT=1, then remove the stack, its state and its stack file;
+## a rendering stack is told what to delete from its GitOps repository.
+destroy:
+	.ci/destroy.sh
 
 ## stack: a new customer's stack file, Pulumi.$(NAME).yaml, for TARGET=aks
 ## (CLUSTER, RESOURCE_GROUP) or TARGET=natron (CLUSTER, K8S_VERSION,

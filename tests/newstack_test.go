@@ -141,6 +141,24 @@ func TestREADMECommands(t *testing.T) {
 	if !strings.Contains(n.stacks(), `"acme"`) {
 		t.Error("the new stack is not in the backend")
 	}
+
+	// and the customer leaves, as "Removing a customer" says
+	destroy := strings.Split(readmeBlocks(t, "Removing a customer")[0], "\n")[0]
+	out, err = n.sh("export PULUMI_CONFIG_PASSPHRASE='acme passphrase'\necho acme | " + destroy)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", destroy, err, out)
+	}
+	for _, want := range []string{"Type the stack's name (acme)", "Removed stack acme", "rendered into rendered-acme, which you deliver yourself"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s printed no %q:\n%s", destroy, want, out)
+		}
+	}
+	if strings.Contains(n.stacks(), `"acme"`) {
+		t.Error("make destroy left the stack in the backend")
+	}
+	if _, err := os.Stat(filepath.Join(n.dir, "Pulumi.acme.yaml")); !os.IsNotExist(err) {
+		t.Errorf("make destroy left the stack file: %v", err)
+	}
 }
 
 // What stops make preview, before the engine prints anything and before

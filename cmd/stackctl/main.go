@@ -7,6 +7,7 @@
 //	stackctl cost -stack acme -base ../base                     # monthly cost against the base branch
 //	stackctl stacks                                             # the stacks (Pulumi.*.yaml), as JSON
 //	stackctl gitops -stack acme                                 # where the render is published, as shell variables
+//	stackctl destroy -stack acme [-unprotect] [-yes]            # offboard: delete everything, then the stack and its state
 package main
 
 import (
@@ -34,11 +35,11 @@ import (
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
-func main() { os.Exit(run(os.Args[1:], ".", os.Stdout, os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], ".", os.Stdin, os.Stdout, os.Stderr)) }
 
-func run(args []string, dir string, stdout, stderr io.Writer) int {
+func run(args []string, dir string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: stackctl new|check|render|cost|stacks|gitops [flags]")
+		fmt.Fprintln(stderr, "usage: stackctl new|check|render|cost|stacks|gitops|destroy [flags]")
 		return 2
 	}
 	var err error
@@ -55,8 +56,10 @@ func run(args []string, dir string, stdout, stderr io.Writer) int {
 		err = listStacks(dir, stdout)
 	case "gitops":
 		err = gitopsTarget(args[1:], dir, stdout)
+	case "destroy":
+		err = destroyStack(args[1:], dir, stdin, stdout)
 	default:
-		err = fmt.Errorf("unknown command %q: new, check, render, cost, stacks or gitops", args[0])
+		err = fmt.Errorf("unknown command %q: new, check, render, cost, stacks, gitops or destroy", args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -22,7 +22,7 @@ func TestNewRefusesWrongAnswers(t *testing.T) {
 			"-image-url", "https://images.example/u.qcow2", "-image-checksum", "https://images.example/u.qcow2.sha256sum"}
 	}
 	var out, errs bytes.Buffer
-	if code := run(args("Acme_1"), dir, &out, &errs); code != 1 {
+	if code := run(args("Acme_1"), dir, nil, &out, &errs); code != 1 {
 		t.Fatalf("exit %d for an invalid cluster name; stderr %q", code, errs.String())
 	}
 	if want := `gpu-node-pools:natron.clusterName: must be a DNS label`; !strings.Contains(errs.String(), want) {
@@ -33,14 +33,14 @@ func TestNewRefusesWrongAnswers(t *testing.T) {
 	}
 	out.Reset()
 	errs.Reset()
-	if code := run(args("acme"), dir, &out, &errs); code != 0 {
+	if code := run(args("acme"), dir, nil, &out, &errs); code != 0 {
 		t.Fatalf("exit %d for valid answers: %s", code, errs.String())
 	}
 	if !strings.Contains(out.String(), "pulumi config set --secret --path gpu-node-pools:natron.kubeconfig --stack acme") {
 		t.Errorf("the steps do not set the kubeconfig:\n%s", out.String())
 	}
 	errs.Reset()
-	if code := run(args("acme"), dir, &out, &errs); code != 1 || !strings.Contains(errs.String(), "exists") {
+	if code := run(args("acme"), dir, nil, &out, &errs); code != 1 || !strings.Contains(errs.String(), "exists") {
 		t.Errorf("a second make stack of the same name: exit %d, %q", code, errs.String())
 	}
 }
@@ -78,7 +78,7 @@ func TestCostChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errs bytes.Buffer
-	if code := run([]string{"cost", "-stack", "prod", "-base", base}, head, &out, &errs); code != 0 {
+	if code := run([]string{"cost", "-stack", "prod", "-base", base}, head, nil, &out, &errs); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs.String())
 	}
 	for _, want := range []string{
@@ -92,7 +92,7 @@ func TestCostChange(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if code := run([]string{"cost", "-stack", "prod", "-base", t.TempDir()}, head, &out, &errs); code != 0 ||
+	if code := run([]string{"cost", "-stack", "prod", "-base", t.TempDir()}, head, nil, &out, &errs); code != 0 ||
 		!strings.Contains(out.String(), "The base branch has no stack prod: its cost counts as 0.") ||
 		!strings.Contains(out.String(), "(+154272)") {
 		t.Errorf("a new stack: exit %d\n%s", code, out.String())
@@ -105,7 +105,7 @@ func TestStacksAndGitOpsTarget(t *testing.T) {
 	t.Parallel()
 	root := pulumitest.RepoRoot()
 	var out, errs bytes.Buffer
-	if code := run([]string{"stacks"}, root, &out, &errs); code != 0 || strings.TrimSpace(out.String()) != `["dev","prod"]` {
+	if code := run([]string{"stacks"}, root, nil, &out, &errs); code != 0 || strings.TrimSpace(out.String()) != `["dev","prod"]` {
 		t.Errorf("stacks: %d %q %s", code, out.String(), errs.String())
 	}
 	for stack, want := range map[string][]string{
@@ -113,7 +113,7 @@ func TestStacksAndGitOpsTarget(t *testing.T) {
 		"prod": {"GITOPS_PATH=''", "GITOPS_RENDER_DIR=''", "GITOPS_REPO=''", "GITOPS_REVISION=''"},
 	} {
 		out.Reset()
-		if code := run([]string{"gitops", "-stack", stack}, root, &out, &errs); code != 0 {
+		if code := run([]string{"gitops", "-stack", stack}, root, nil, &out, &errs); code != 0 {
 			t.Fatalf("gitops %s: %s", stack, errs.String())
 		}
 		if got := strings.Fields(out.String()); strings.Join(got, " ") != strings.Join(want, " ") {
@@ -130,7 +130,7 @@ func TestNewNamesTheMakeVariable(t *testing.T) {
 	dir := stacktest.Project(t, nil)
 	var out, errs bytes.Buffer
 	code := run([]string{"new", "-name", "acme", "-target", "natron", "-cluster", "Acme_1", "-kubernetes-version", "1.33",
-		"-image-url", "https://images.example/u.qcow2", "-image-checksum", "https://images.example/u.qcow2.sha256sum"}, dir, &out, &errs)
+		"-image-url", "https://images.example/u.qcow2", "-image-checksum", "https://images.example/u.qcow2.sha256sum"}, dir, nil, &out, &errs)
 	if code != 1 {
 		t.Fatalf("exit %d; stderr %q", code, errs.String())
 	}
