@@ -8,6 +8,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/models"
+	"github.com/natron/gpu-node-pools/internal/pricing"
 	"github.com/natron/gpu-node-pools/internal/sizing"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/target"
@@ -17,10 +18,13 @@ import (
 const poolName = "serve"
 
 // fragment is a design as stack config keyed like a Pulumi.<stack>.yaml:
-// the pool of its node shape and the model on it, built as the typed specs
-// the program loads, so each key is spelt once (by its struct tag). source
-// points at the model's Hugging Face path in the weights store, to adjust.
-func fragment(res *sizing.Result, d sizing.Design, facts target.Planning, req sizing.Requirements) (map[string]any, error) {
+// the pool of its node shape and the model on it, the kind of weights
+// store the target reads and the pricing the plan was ranked with, built
+// as the typed specs the program loads, so each key is spelt once (by its
+// struct tag). source points at the model's Hugging Face path in the
+// weights store, to adjust. The model stays up (minReplicas 1), so its
+// pool keeps the nodes of one replica.
+func fragment(res *sizing.Result, d sizing.Design, facts target.Planning, req sizing.Requirements, price pricing.Spec) (map[string]any, error) {
 	entry, _ := models.Known.Lookup(res.Model)
 	one := 1
 	model := serving.ModelSpec{
@@ -31,9 +35,13 @@ func fragment(res *sizing.Result, d sizing.Design, facts target.Planning, req si
 	if req.Quantization != entry.Quantization {
 		model.Quantization = req.Quantization
 	}
-	pool := gpupool.Spec{Name: poolName, SKU: d.SKU, MaxNodes: d.MaxNodes, Spot: req.Spot && facts.Spot}
+	pool := gpupool.Spec{Name: poolName, SKU: d.SKU, MinNodes: d.MinNodes, MaxNodes: d.MaxNodes, Spot: req.Spot && facts.Spot}
+	blocks := map[string]any{"pools": []gpupool.Spec{pool}, "models": []serving.ModelSpec{model}, "storage": serving.Storage{Kind: facts.WeightsStore}}
+	if price.Region != "" || len(price.Prices) > 0 {
+		blocks["pricing"] = price
+	}
 	out := map[string]any{}
-	for key, v := range map[string]any{"pools": []gpupool.Spec{pool}, "models": []serving.ModelSpec{model}} {
+	for key, v := range blocks {
 		var generic any
 		b, err := json.Marshal(v)
 		if err == nil {

@@ -81,25 +81,43 @@ func run(args []string, out io.Writer, client *http.Client) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	case "yaml":
-		stack, err := fragment(res, res.Designs[0], t.Planning(), req)
-		if err != nil {
-			return err
-		}
-		b, err := yaml.Marshal(map[string]any{"config": stack})
-		if err != nil {
-			return err
-		}
-		d := res.Designs[0]
-		fmt.Fprintf(out, "# %s on %s: tensorParallel %d, %d replicas of %d streams, %.1f ms per token; set models[0].source to the weights store\n",
-			res.Model, d.SKU, d.TensorParallel, d.Replicas, d.Batch, d.TPOTMs)
-		_, err = out.Write(b)
-		return err
+		return printFragment(out, res, t, req, profilePrices)
 	case "table":
 		printDesigns(out, res)
 		printRejected(out, res)
 		return nil
 	}
 	return fmt.Errorf("--format: must be table, yaml or json, got %q", *format)
+}
+
+// printFragment prints the best design as stack config to go under the
+// config: of a Pulumi.<stack>.yaml (indented as there), with the pricing
+// the plan was ranked by and what the stack still needs.
+func printFragment(out io.Writer, res *sizing.Result, t target.Target, req sizing.Requirements, profiles priceFlags) error {
+	price := pricing.Spec{Prices: profiles}
+	if t.Prices() != nil { // a target with a price table: the region ranked the plan
+		price.Region = req.Region
+	}
+	d := res.Designs[0]
+	stack, err := fragment(res, d, t.Planning(), req, price)
+	if err != nil {
+		return err
+	}
+	b, err := yaml.Marshal(stack)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "# %s on %s: tensorParallel %d, %d replicas of %d streams, %.1f ms per token.\n",
+		res.Model, d.SKU, d.TensorParallel, d.Replicas, d.Batch, d.TPOTMs)
+	fmt.Fprintln(out, "# Merge into a stack file, keeping its comments, and list what it still needs (the weights")
+	fmt.Fprintln(out, "# store's address and keys, the API key) with the commands to set them:")
+	fmt.Fprintln(out, "#   gpu-plan ... --format yaml | go run ./cmd/stackctl add-model -stack <stack>")
+	fmt.Fprintln(out, "# or paste under config: and set models[0].source to where the weights are.")
+	for _, line := range strings.SplitAfter(strings.TrimSuffix(string(b), "\n"), "\n") {
+		fmt.Fprint(out, "  "+line)
+	}
+	fmt.Fprintln(out)
+	return nil
 }
 
 // targetPrices is the target and its node shapes' prices: its table on

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/internal/sizing"
@@ -45,22 +47,43 @@ func TestPlannedYAMLLoads(t *testing.T) {
 			if !strings.HasPrefix(out.String(), "# ") {
 				t.Errorf("no summary line:\n%s", out.String())
 			}
-			var file struct {
-				Config map[string]any `json:"config"`
-			}
-			if err := yaml.Unmarshal(out.Bytes(), &file); err != nil {
+			// keys to go under a stack file's config:, with no header of their own
+			var file map[string]any
+			if err := yaml.Unmarshal(out.Bytes(), &file); err != nil || strings.Contains(out.String(), "\nconfig:") {
 				t.Fatalf("%v\n%s", err, out.String())
 			}
 			c := stacktest.AKS()
-			storage := map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21", "identityName": "acme-models-reader"}
+			storage := map[string]any{"account": "acmemodels", "clientId": "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21", "identityName": "acme-models-reader"}
 			c["serving"] = map[string]any{"downloadCIDRs": []any{"10.40.8.0/24"}}
+			wantPricing := map[string]any{"region": "eastus"}
 			if strings.Contains(args, "natron") {
 				c = stacktest.Natron()
-				storage = map[string]any{"kind": "s3", "endpoint": "https://s3.example", "accessKey": "ak", "secretKey": "sk"}
+				storage = map[string]any{"endpoint": "https://s3.example", "accessKey": "ak", "secretKey": "sk"}
+				wantPricing = map[string]any{}
+				if strings.Contains(args, "--price") {
+					wantPricing = map[string]any{"prices": map[string]any{"h100-80gb-x8": 20.0, "a100-80gb-x8": 11.0}}
+				}
+			} else if i := strings.Index(args, "--region "); i >= 0 {
+				wantPricing["region"] = strings.Fields(args[i:])[1]
 			}
-			c["storage"] = storage
-			for k, v := range file.Config {
-				c[strings.TrimPrefix(k, config.Namespace+":")] = v
+			got, _ := file[config.Key("pricing")].(map[string]any)
+			if got == nil {
+				got = map[string]any{}
+			}
+			if diff := cmp.Diff(wantPricing, got); diff != "" {
+				t.Errorf("pricing block (-want +got):\n%s", diff)
+			}
+			for k, v := range file {
+				k = strings.TrimPrefix(k, config.Namespace+":")
+				if k == "storage" { // the planner names the kind; the customer's store the rest
+					maps.Copy(storage, v.(map[string]any))
+					v = storage
+				}
+				c[k] = v
+			}
+			model, pool := stacktest.Model(c), stacktest.Pool(c, len(c["pools"].([]any))-1)
+			if model["minReplicas"].(float64) >= 1 && pool["minNodes"].(float64) < 1 {
+				t.Errorf("a model that stays up on a pool that scales to zero:\n%s", out.String())
 			}
 			if _, err := plan.Load(stacktest.Encode(t, c), "acme"); err != nil {
 				t.Errorf("the planned stack does not load: %v\n%s", err, out.String())

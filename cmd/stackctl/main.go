@@ -7,6 +7,7 @@
 //	stackctl cost -stack acme -base ../base                     # monthly cost against the base branch
 //	stackctl stacks                                             # the stacks (Pulumi.*.yaml), as JSON
 //	stackctl gitops -stack acme                                 # where the render is published, as shell variables
+//	gpu-plan ... --format yaml | stackctl add-model -stack acme # a planner design into the stack file, then what is missing
 //	stackctl destroy -stack acme [-unprotect] [-yes]            # offboard: delete everything, then the stack and its state
 package main
 
@@ -39,7 +40,7 @@ func main() { os.Exit(run(os.Args[1:], ".", os.Stdin, os.Stdout, os.Stderr)) }
 
 func run(args []string, dir string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: stackctl new|check|render|cost|stacks|gitops|destroy [flags]")
+		fmt.Fprintln(stderr, "usage: stackctl new|check|render|cost|stacks|gitops|add-model|destroy [flags]")
 		return 2
 	}
 	var err error
@@ -56,10 +57,12 @@ func run(args []string, dir string, stdin io.Reader, stdout, stderr io.Writer) i
 		err = listStacks(dir, stdout)
 	case "gitops":
 		err = gitopsTarget(args[1:], dir, stdout)
+	case "add-model":
+		err = addModel(args[1:], dir, stdin, stdout)
 	case "destroy":
 		err = destroyStack(args[1:], dir, stdin, stdout)
 	default:
-		err = fmt.Errorf("unknown command %q: new, check, render, cost, stacks, gitops or destroy", args[0])
+		err = fmt.Errorf("unknown command %q: new, check, render, cost, stacks, gitops, add-model or destroy", args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
