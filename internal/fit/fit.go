@@ -38,7 +38,14 @@ type Model struct {
 	// Shape sizes the KV cache: the catalog's or the config's; zero, the
 	// nearest catalog model's by parameter count stands in (KVShape).
 	Shape models.Shape
+	// Set says which sizing keys the stack file gives (the others are
+	// defaults): a misfit is reported against a key the user wrote, or
+	// else against the model itself.
+	Set Keys
 }
+
+// Keys are sizing keys a stack file may give.
+type Keys struct{ TensorParallel, MaxModelLen bool }
 
 // SizeB is the model's size in billions of parameters, from its weights
 // where only those are given.
@@ -141,8 +148,10 @@ func Fit(p *field.Path, m Model, pool gpupool.Facts, others ...catalog.SKU) fiel
 }
 
 // memoryMisfit says by how much a model does not fit at its tensor
-// parallelism, and what would: a larger tensorParallel on this pool, a
-// shorter maxModelLen, or a node shape of the target that holds it.
+// parallelism, and what would: a larger tensorParallel on this pool, or
+// else quantizing it, a shorter maxModelLen, fewer concurrent streams, or
+// a node shape of the target that holds it. It names the key the user
+// wrote, or the model when no size key of theirs is to blame.
 func memoryMisfit(p *field.Path, m Model, pool gpupool.Facts, mem Memory, others []catalog.SKU) *field.Error {
 	tp := mem.TensorParallel
 	g := float64(tp)
@@ -157,23 +166,87 @@ func memoryMisfit(p *field.Path, m Model, pool gpupool.Facts, mem Memory, others
 			return fielderr.Invalid(p.Child("tensorParallel"), tp, "%s; tensorParallel %d fits", need, t)
 		}
 	}
-	var advice []string
+	advice := strings.Join(whatFits(m, pool, others), ", or ")
+	switch {
+	case m.Set.MaxModelLen && mem.KVGiB() > 0: // the weights fit: the context asked for does not
+		return fielderr.Invalid(p.Child("maxModelLen"), m.MaxModelLen, "%s; %s", need, advice)
+	case m.Set.TensorParallel:
+		return fielderr.Invalid(p.Child("tensorParallel"), tp, "%s; %s", need, advice)
+	}
+	return fielderr.Invalid(p, m.Name, "does not fit pool %s at any tensorParallel %v: %s; what fits: %s", pool.Name, TensorParallels(m, pool), need, advice)
+}
+
+// whatFits lists the changes that make m fit: on this pool quantized (to
+// the first method its GPUs run, from a 16-bit model), at a shorter
+// maxModelLen or with fewer streams at the largest tensor parallelism;
+// else the node shape of others that holds it with the least GPU memory.
+func whatFits(m Model, pool gpupool.Facts, others []catalog.SKU) []string {
+	var out []string
 	valid := TensorParallels(m, pool)
-	if best := Sizing(m, pool, valid[len(valid)-1]); best.KVTokens() >= BlockTokens && m.MaxModelLen > 0 {
-		fit := best.KVTokens() / max(m.Concurrency, 1)
-		advice = append(advice, fmt.Sprintf("maxModelLen %d or less at tensorParallel %d", fit, best.TensorParallel))
+	top := valid[len(valid)-1]
+	if m.Quantization == "" {
+		for _, q := range []string{"fp8", "awq"} {
+			if QuantizationMisfit(q, pool.GPUModel, pool.ComputeCapability) != "" {
+				continue
+			}
+			mq := m
+			mq.Quantization, mq.WeightsGB = q, 0
+			if t := firstFit(mq, pool); t > 0 {
+				out = append(out, fmt.Sprintf("quantization %s (%s) at tensorParallel %d", q, Quantizations[q].About, t))
+				break
+			}
+		}
+	}
+	best := Sizing(m, pool, top)
+	if best.KVTokens() >= BlockTokens && m.MaxModelLen > 0 {
+		out = append(out, fmt.Sprintf("maxModelLen %d or less at tensorParallel %d", best.KVTokens()/max(m.Concurrency, 1), top))
+		if streams := best.KVTokens() / m.MaxModelLen; m.Concurrency > 1 && streams >= 1 {
+			out = append(out, fmt.Sprintf("concurrency %d or less (concurrent streams of maxModelLen per replica; more replicas serve more) at tensorParallel %d", streams, top))
+		}
 	}
 	if sku, t, ok := elsewhere(m, others); ok {
-		advice = append(advice, fmt.Sprintf("tensorParallel %d on %s fits", t, sku))
+		out = append(out, fmt.Sprintf("tensorParallel %d on %s fits", t, sku))
 	}
-	if len(advice) == 0 {
-		advice = append(advice, "no node shape of this target holds it: quantize it or serve a smaller model")
+	if len(out) == 0 {
+		out = append(out, "no node shape of this target holds it: quantize it or serve a smaller model")
 	}
-	key := "tensorParallel"
-	if mem.KVGiB() > 0 {
-		key = "maxModelLen" // the weights fit: the context does not
+	return out
+}
+
+// ChosenTensorParallel explains a tensor parallelism the stack file does
+// not give (the smallest that holds the model's streams, chosen by
+// default) when it is more than one GPU: what the next smaller one holds,
+// so that a high concurrency is seen as the cause. "" otherwise.
+func ChosenTensorParallel(m Model, pool gpupool.Facts) string {
+	if m.Set.TensorParallel || m.TensorParallel <= 1 || m.MaxModelLen <= 0 {
+		return ""
 	}
-	return fielderr.Invalid(p.Child(key), map[string]int{"tensorParallel": tp, "maxModelLen": m.MaxModelLen}[key], "%s; %s", need, strings.Join(advice, ", or "))
+	why := fmt.Sprintf("not set: the smallest that holds concurrency %d × maxModelLen %d", max(m.Concurrency, 1), m.MaxModelLen)
+	smaller := 0
+	for _, t := range TensorParallels(m, pool) {
+		if t < m.TensorParallel {
+			smaller = t
+		}
+	}
+	if smaller == 0 {
+		return why
+	}
+	if streams := Sizing(m, pool, smaller).KVTokens() / m.MaxModelLen; streams >= 1 {
+		return fmt.Sprintf("%s; tensorParallel %d holds %d such streams: concurrency %d or less (more replicas for more users) keeps each replica on %d GPUs",
+			why, smaller, streams, streams, smaller)
+	}
+	return fmt.Sprintf("%s; tensorParallel %d holds not one such stream", why, smaller)
+}
+
+// firstFit is the smallest tensor parallelism at which m fits pool, 0 for
+// none.
+func firstFit(m Model, pool gpupool.Facts) int {
+	for _, t := range TensorParallels(m, pool) {
+		if FitsAt(m, pool, t) {
+			return t
+		}
+	}
+	return 0
 }
 
 func FitsAt(m Model, pool gpupool.Facts, tp int) bool { return Sizing(m, pool, tp).Fits() }

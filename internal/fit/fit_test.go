@@ -43,10 +43,13 @@ func known(t *testing.T, name string, tp int) Model {
 		t.Fatalf("no catalog model %s", name)
 	}
 	return Model{Name: name, ParametersB: k.ParametersB, Dtype: "bfloat16", TensorParallel: tp, GPUMemoryUtilization: 0.9,
-		MaxReplicas: 1, MaxModelLen: 8192, Shape: k.Shape}
+		MaxReplicas: 1, MaxModelLen: 8192, Shape: k.Shape, Set: Keys{TensorParallel: true, MaxModelLen: true}}
 }
 
 func with(m Model, f func(*Model)) Model { f(&m); return m }
+
+// theModel is a case's field for a problem reported against the model.
+const theModel = "(the model)"
 
 // The fit check's verdicts and advice. The cases of the check it replaced
 // (a KV reserve of 10 % of the weights) are kept, with the exact figures.
@@ -75,7 +78,7 @@ func TestFit(t *testing.T) {
 		{"70B too big for a one-GPU size: another size is named", known(t, "llama-3.1-70b", 1), a100x1, azure, "tensorParallel",
 			"tensorParallel 2 on Standard_NC80adis_H100_v5 fits, got 1"},
 		{"70B at its native 128k context: the KV cache does not fit two H100 NVL", with(known(t, "llama-3.1-70b", 2), func(m *Model) { m.MaxModelLen = 131072 }), nvl2, azure, "maxModelLen",
-			"needs 184 GiB (132 GiB of weights, 40.0 GiB of KV cache, 12.2 GiB for the runtime); tensorParallel 2 on pool infer gives 2 × 93 GiB × gpuMemoryUtilization 0.90 = 168 GiB; maxModelLen 78544 or less at tensorParallel 2, or tensorParallel 2 on Standard_ND96isr_H200_v5 fits, got 131072"},
+			"needs 184 GiB (132 GiB of weights, 40.0 GiB of KV cache, 12.2 GiB for the runtime); tensorParallel 2 on pool infer gives 2 × 93 GiB × gpuMemoryUtilization 0.90 = 168 GiB; quantization fp8 (FP8 weights and compute, online from a 16-bit checkpoint or an FP8 checkpoint: Ada (8.9) or Hopper (9.0) GPUs) at tensorParallel 2, or maxModelLen 78544 or less at tensorParallel 2, or tensorParallel 2 on Standard_ND96isr_H200_v5 fits, got 131072"},
 		{"8B: 8 concurrent sequences of 128k", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.MaxModelLen, m.Concurrency = 131072, 8 }), a100x1, nil, "maxModelLen",
 			"at maxModelLen 131072 × concurrency 8 needs 146 GiB"},
 		{"tensor parallel not a divisor", with(known(t, "llama-3.1-8b", 3), func(*Model) {}), h100x8(1), nil, "tensorParallel",
@@ -102,8 +105,17 @@ func TestFit(t *testing.T) {
 		{"a 1B model on a MIG 1g slice", known(t, "llama-3.2-1b", 1), pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "", ""},
 		{"no room for CUDA graphs above the budget", with(known(t, "llama-3.2-1b", 1), func(m *Model) { m.GPUMemoryUtilization = 0.98 }),
 			pooltest.Pool(t, pooltest.Natron, "a100-80gb-x8", 1, "MIG1g"), nil, "gpuMemoryUtilization", "leaves 0.18 GiB of each GPU above vLLM's budget"},
-		{"a model given by size only: the nearest catalog shape", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1, MaxModelLen: 65536},
+		{"a model given by size only: the nearest catalog shape", Model{Name: "m", ParametersB: 7, Dtype: "float16", TensorParallel: 1, GPUMemoryUtilization: 0.9, MaxReplicas: 1, MaxModelLen: 65536, Set: Keys{MaxModelLen: true}},
 			pooltest.Pool(t, pooltest.AKS, "Standard_NV36ads_A10_v5", 1, ""), nil, "maxModelLen", "8.0 GiB of KV cache"},
+		// no size key written: the model itself, and every way it would fit
+		{"405B fits nowhere: reported against the model", with(known(t, "llama-3.1-405b", 8), func(m *Model) { m.Set = Keys{} }), h100x8(1), azure, theModel,
+			`does not fit pool infer at any tensorParallel [1 2 4 8]: llama-3.1-405b at maxModelLen 8192 needs 829 GiB (756 GiB of weights`},
+		{"405B: quantized, or on another size, it fits", with(known(t, "llama-3.1-405b", 8), func(m *Model) { m.Set = Keys{} }), h100x8(1), azure, theModel,
+			"what fits: quantization fp8 (FP8 weights and compute, online from a 16-bit checkpoint or an FP8 checkpoint: Ada (8.9) or Hopper (9.0) GPUs) at tensorParallel 8, or tensorParallel 8 on Standard_ND96isr_H200_v5 fits"},
+		{"64 streams of 128k on one A100: fewer streams or a shorter context", with(known(t, "llama-3.1-8b", 1), func(m *Model) {
+			m.MaxModelLen, m.Concurrency, m.Set = 131072, 64, Keys{}
+		}), a100x1, azure, theModel,
+			"what fits: maxModelLen 6861 or less at tensorParallel 1, or concurrency 3 or less (concurrent streams of maxModelLen per replica; more replicas serve more) at tensorParallel 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,7 +127,11 @@ func TestFit(t *testing.T) {
 				}
 				return
 			}
-			if len(got) != 1 || got[0].Field != "model."+tc.field || !strings.Contains(got[0].Detail, tc.want) {
+			want := "model." + tc.field
+			if tc.field == theModel {
+				want = "model"
+			}
+			if len(got) != 1 || got[0].Field != want || !strings.Contains(got[0].Detail, tc.want) {
 				t.Fatalf("got %+v, want %s: ...%s", got, tc.field, tc.want)
 			}
 		})

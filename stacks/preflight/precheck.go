@@ -200,8 +200,12 @@ func Summary(p *plan.Stack) []string {
 	}
 	for _, e := range p.Serving.Engines {
 		mem := fit.Sizing(e.Model, e.Pool, e.TensorParallel)
-		out = append(out, fmt.Sprintf("model %s on %s: tensor parallel %d, maxModelLen %d, KV cache %d tokens (%.1f × maxModelLen), %d-%d replicas",
-			e.Name, e.Pool.Name, e.TensorParallel, e.MaxModelLen, mem.KVTokens(), mem.MaxConcurrency(e.MaxModelLen), e.MinReplicas, e.MaxReplicas))
+		tp := fmt.Sprint(e.TensorParallel)
+		if why := fit.ChosenTensorParallel(e.Model, e.Pool); why != "" {
+			tp += " (" + why + ")"
+		}
+		out = append(out, fmt.Sprintf("model %s on %s: tensor parallel %s, maxModelLen %d, KV cache %d tokens (%.1f × maxModelLen), %d-%d replicas",
+			e.Name, e.Pool.Name, tp, e.MaxModelLen, mem.KVTokens(), mem.MaxConcurrency(e.MaxModelLen), e.MinReplicas, e.MaxReplicas))
 	}
 	for _, o := range p.Serving.Ollamas {
 		out = append(out, o.String())

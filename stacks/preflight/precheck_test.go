@@ -97,7 +97,7 @@ func TestSummary(t *testing.T) {
 		"pool nd96: Standard_ND96amsr_A100_v4, 16 × nvidia.com/gpu per node, 0-2 nodes, no price on record",
 		"pool h100x8: Standard_ND96isr_H100_v5, 8 × nvidia.com/gpu per node, 0-2 nodes, 143547 USD a month at maxNodes, 71774 expected",
 		"charts: nvidia-device-plugin 0.20.0, dcgm-exporter 4.8.2, vllm-stack 0.1.12, keda 2.20.2, keda-add-ons-http 0.15.0",
-		"model llama3-70b on h100x8: tensor parallel 4, maxModelLen 131072, KV cache 423616 tokens (3.2 × maxModelLen), 1-4 replicas",
+		"model llama3-70b on h100x8: tensor parallel 4 (not set: the smallest that holds concurrency 1 × maxModelLen 131072; tensorParallel 2 holds not one such stream), maxModelLen 131072, KV cache 423616 tokens (3.2 × maxModelLen), 1-4 replicas",
 		`batch job embed-nightly on a100: 1 GPUs, "0 2 * * *"`,
 	} {
 		if !strings.Contains(got, want) {
@@ -124,5 +124,47 @@ func TestStackReportsPluginsWithConfigProblems(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("the check does not say %q:\n%s", want, all)
 		}
+	}
+}
+
+// A size the user did not write is explained (a high concurrency is why a
+// model takes two GPUs a replica), and a model that fits nowhere is
+// reported against the model, with every way it would fit.
+func TestFitIsExplainedAgainstWhatTheUserWrote(t *testing.T) {
+	t.Parallel()
+	head := stacktest.NatronRenderHead + `  gpu-node-pools:serving: {apiKey: {secure: "v1:abc"}}
+  gpu-node-pools:pools:
+    - {name: a100, sku: a100-80gb-x8, minNodes: 0, maxNodes: 2}
+  gpu-node-pools:storage: {kind: s3, endpoint: "https://s3.example", accessKey: {secure: "v1:abc"}, secretKey: {secure: "v1:abc"}}
+  gpu-node-pools:models:
+`
+	dir := stacktest.Project(t, map[string]string{
+		"busy": head + `    - {name: chat, pool: a100, source: "s3://models/x", model: llama-3.1-8b, maxModelLen: 8192, concurrency: 64}
+`,
+		"huge": head + `    - {name: big, pool: a100, source: "s3://models/x", model: llama-3.1-405b, maxModelLen: 8192}
+`,
+	})
+	all := func(string, string) bool { return true }
+	busy := preflight.Stack(dir, "busy", all)
+	if err := busy.Err(); err != nil {
+		t.Fatal(err)
+	}
+	summary := strings.Join(preflight.Summary(busy.Plan), "\n")
+	if want := "model chat on a100: tensor parallel 2 (not set: the smallest that holds concurrency 64 × maxModelLen 8192; tensorParallel 1 holds "; !strings.Contains(summary, want) ||
+		!strings.Contains(summary, "or less (more replicas for more users) keeps each replica on 1 GPUs") {
+		t.Errorf("the chosen tensor parallelism is not explained:\n%s", summary)
+	}
+	huge := preflight.Stack(dir, "huge", all)
+	got := strings.Join(huge.Errors, "\n")
+	for _, want := range []string{
+		"gpu-node-pools:models[0]: does not fit pool a100 at any tensorParallel [1 2 4 8]: big at maxModelLen 8192 needs 829 GiB",
+		"what fits: quantization awq (a 4-bit AWQ checkpoint) at tensorParallel 4",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "tensorParallel: Invalid") {
+		t.Errorf("reported against tensorParallel, which the file does not set:\n%s", got)
 	}
 }
