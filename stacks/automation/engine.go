@@ -137,6 +137,15 @@ func (e Engine) workspaceOptions(name string) ([]auto.LocalWorkspaceOption, erro
 	), nil
 }
 
+// getenv is a variable of the engine's environment: Env's, else this
+// process's.
+func (e Engine) getenv(k string) string {
+	if v, ok := e.Env[k]; ok {
+		return v
+	}
+	return os.Getenv(k)
+}
+
 // progress is where the engine's human-readable output goes.
 func (e Engine) progress() []io.Writer {
 	if e.Progress == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
@@ -19,7 +20,9 @@ import (
 	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
+	"github.com/natron/gpu-node-pools/stacks/preflight"
 	"github.com/natron/gpu-node-pools/stacks/program"
+	"github.com/natron/gpu-node-pools/stacks/stackfile"
 )
 
 var stackNameRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
@@ -69,6 +72,10 @@ func openStack(ctx context.Context, name string, cfg *config.Config, program pul
 	}
 	if !stackNameRe.MatchString(name) {
 		return nil, fmt.Errorf("stack %q: a stack name is 1-100 letters, digits, '-', '_' or '.'", name)
+	}
+	// only dev may use the README's passphrase, as make preview demands
+	if probs := preflight.Passphrase(&stackfile.File{Stack: name, SecretsProvider: e.SecretsProvider}, e.getenv); len(probs) > 0 {
+		return nil, fmt.Errorf("%s (Engine.Env)", strings.Join(probs, "\n"))
 	}
 	cm, err := ConfigMap(cfg)
 	if err != nil {
