@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +58,32 @@ func (n *newcomer) stacks() string {
 // resourceLine is a preview's line per resource or a render's per file.
 var resourceLine = regexp.MustCompile(`(?m)^ [-+~]  \S+ (\S+ create|added|changed|removed)$`)
 
+// goBlocks are the go code blocks of a Markdown file that are whole
+// programs (package main), each as gofmt leaves it.
+func goBlocks(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, part := range strings.Split(string(b), "```go\n")[1:] {
+		code, _, _ := strings.Cut(part, "```")
+		if !strings.HasPrefix(code, "package main") {
+			continue
+		}
+		formatted, err := format.Source([]byte(code))
+		if err != nil || string(formatted) != code {
+			t.Errorf("%s: a program that gofmt would change (%v):\n%s", path, err, formatted)
+		}
+		out = append(out, code)
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s has no whole program", path)
+	}
+	return out
+}
+
 // readmeBlocks are the sh code blocks of a README section, comments and
 // blank lines dropped.
 func readmeBlocks(t *testing.T, section string) []string {
@@ -94,6 +121,17 @@ func TestREADMECommands(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(n.dir, "rendered", "workload")); err != nil {
 		t.Errorf("the quick start rendered nothing: %v", err)
+	}
+	// the Automation API's whole program, as docs/automation.md gives it
+	example := goBlocks(t, filepath.Join(pulumitest.RepoRoot(), "docs", "automation.md"))[0]
+	if err := os.MkdirAll(filepath.Join(n.dir, "automation-example"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(n.dir, "automation-example", "main.go"), []byte(example), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := n.sh(`eval "$(make -s env)"; go run ./automation-example`); err != nil || !strings.Contains(out, "rendered dev into "+filepath.Join(n.dir, "rendered")+": ") || strings.Contains(out, " 0 changed") {
+		t.Errorf("the Automation API example: %v\n%s", err, out)
 	}
 
 	steps := readmeBlocks(t, "A new customer stack, step by step")[0]
