@@ -103,17 +103,8 @@ func printGitOpsRemoval(stdout io.Writer, dir, stack string, p *plan.Stack) {
 	for _, t := range append(trees, "gitops") {
 		fmt.Fprintf(stdout, "  %s/%s/  (%s)\n", g.Path, t, countFiles(filepath.Join(render, t)))
 	}
-	if g.Tool == gitops.Flux {
-		fmt.Fprintf(stdout, "Delete %s/ in one commit: the Kustomizations of %s/gitops prune, so when the platform's Flux removes them, Flux deletes every object they applied.\n", g.Path, g.Path)
-	} else {
-		// Argo CD deletes an Application's objects only with its
-		// resources finalizer; ours carry none, so that deleting one by
-		// mistake never takes the GPU stack with it.
-		fmt.Fprintln(stdout, "First let Argo CD delete the objects with each Application (its resources finalizer cascades the deletion):")
-		for _, t := range trees {
-			fmt.Fprintf(stdout, "  kubectl -n %s patch applications.argoproj.io %s-%s --type merge -p '{\"metadata\":{\"finalizers\":[\"resources-finalizer.argocd.argoproj.io\"]}}'\n", g.Namespace, p.GitOps.Prefix, t)
-		}
-		fmt.Fprintf(stdout, "then delete %s/ in one commit: the platform's Argo CD prunes the Applications, and each takes its objects with it.\n", g.Path)
+	for _, l := range gitops.Removal(g, p.GitOps.Prefix, trees) {
+		fmt.Fprintln(stdout, l)
 	}
 	fmt.Fprintf(stdout, "Then remove the local render: rm -r %s\n", p.RenderDir)
 }
