@@ -87,16 +87,14 @@ func (m ModelSpec) WithDefaults(entry *models.Card, pool gpupool.Facts) (out Mod
 // else the smallest that holds MinDefaultContext (or want, if shorter),
 // else the largest there is (which Fit then reports).
 func smallestTP(m ModelSpec, pool gpupool.Facts, want int) int {
-	tps := fit.TensorParallels(m.Model(), pool)
 	for _, context := range []int{want, min(want, MinDefaultContext)} {
-		for _, tp := range tps {
-			fm := m.Model()
-			fm.MaxModelLen = context
-			if fit.FitsAt(fm, pool, tp) {
-				return tp
-			}
+		fm := m.Model()
+		fm.MaxModelLen = context
+		if tp := fit.FirstFit(fm, pool); tp > 0 {
+			return tp
 		}
 	}
+	tps := fit.TensorParallels(m.Model(), pool)
 	return tps[len(tps)-1]
 }
 

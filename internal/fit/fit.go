@@ -191,7 +191,7 @@ func whatFits(m Model, pool gpupool.Facts, others []catalog.SKU) []string {
 			}
 			mq := m
 			mq.Quantization, mq.WeightsGB = q, 0
-			if t := firstFit(mq, pool); t > 0 {
+			if t := FirstFit(mq, pool); t > 0 {
 				out = append(out, fmt.Sprintf("quantization %s (%s) at tensorParallel %d", q, Quantizations[q].About, t))
 				break
 			}
@@ -238,9 +238,9 @@ func ChosenTensorParallel(m Model, pool gpupool.Facts) string {
 	return fmt.Sprintf("%s; tensorParallel %d holds not one such stream", why, smaller)
 }
 
-// firstFit is the smallest tensor parallelism at which m fits pool, 0 for
+// FirstFit is the smallest tensor parallelism at which m fits pool, 0 for
 // none.
-func firstFit(m Model, pool gpupool.Facts) int {
+func FirstFit(m Model, pool gpupool.Facts) int {
 	for _, t := range TensorParallels(m, pool) {
 		if FitsAt(m, pool, t) {
 			return t

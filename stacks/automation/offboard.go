@@ -7,25 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 )
-
-// SelectStack opens a stack that exists in e's backend, as the Pulumi CLI
-// made it in projectDir (make preview): to offboard it, or to read it. Its
-// program is not run.
-func SelectStack(ctx context.Context, projectDir, name string, e Engine) (*Stack, error) {
-	_, opts, err := e.env()
-	if err != nil {
-		return nil, err
-	}
-	s, err := auto.SelectStackLocalSource(ctx, name, projectDir, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("stack %s in %s: %w", name, projectDir, err)
-	}
-	return &Stack{name: name, engine: e, stack: s}, nil
-}
 
 // DestroyPlan is what removing a stack deletes.
 type DestroyPlan struct {
@@ -35,8 +19,8 @@ type DestroyPlan struct {
 	// pools): a destroy fails on them until they are unprotected.
 	Protected []string
 	// Changes is the engine's preview of the destroy, by operation; the
-	// protected resources and what depends on them are left out of it
-	// (the engine refuses to preview their deletion).
+	// protected resources are left out of it (the engine refuses to
+	// preview their deletion).
 	Changes map[apitype.OpType]int
 }
 

@@ -101,6 +101,21 @@ func openStack(ctx context.Context, name string, cfg *config.Config, program pul
 	return &Stack{name: name, engine: e, stack: s, renderOnly: cfg.RenderDir != ""}, nil
 }
 
+// SelectStack opens a stack that exists in e's backend, as the Pulumi CLI
+// made it in projectDir (make preview): to offboard it, or to read it. Its
+// program is not run.
+func SelectStack(ctx context.Context, projectDir, name string, e Engine) (*Stack, error) {
+	_, opts, err := e.env()
+	if err != nil {
+		return nil, err
+	}
+	s, err := auto.SelectStackLocalSource(ctx, name, projectDir, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("stack %s in %s: %w", name, projectDir, err)
+	}
+	return &Stack{name: name, engine: e, stack: s}, nil
+}
+
 // Name is the stack's name.
 func (s *Stack) Name() string { return s.name }
 

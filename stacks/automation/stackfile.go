@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/auto"
-
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
 )
@@ -19,15 +17,11 @@ import (
 // checked as the program would check it, so a tool learns of every problem
 // before it changes anything.
 func LoadStack(ctx context.Context, projectDir, stack string, e Engine) (*config.Config, error) {
-	_, opts, err := e.env()
+	s, err := SelectStack(ctx, projectDir, stack, e)
 	if err != nil {
 		return nil, err
 	}
-	s, err := auto.SelectStackLocalSource(ctx, stack, projectDir, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("stack %s in %s: %w", stack, projectDir, err)
-	}
-	all, err := s.GetAllConfig(ctx)
+	all, err := s.stack.GetAllConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("stack %s: config: %w", stack, err)
 	}

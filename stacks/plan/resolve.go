@@ -302,11 +302,10 @@ func (r *resolver) resolveServing(p *Stack, o serving.Options) *serving.Resolved
 		if estimatedFrom != "" {
 			p.Warnings = append(p.Warnings, serving.EstimateWarning(ip.String(), sized, estimatedFrom))
 		}
-		fm := sized.Model()
-		fm.Set = fit.Keys{TensorParallel: m.TensorParallel != 0, MaxModelLen: m.MaxModelLen != 0}
-		r.add(fit.Fit(ip, fm, *facts, p.Target.Catalog().SKUs()...)...)
 		e := serving.NewEngine(sized, *facts, o, p.Platform.Monitoring.ServiceMonitorLabels, runtime)
-		e.Set = fm.Set // which sizes were chosen for the user, to explain them
+		// the sizes the file gives: misfits name them, the summary explains the others
+		e.Set = fit.Keys{TensorParallel: m.TensorParallel != 0, MaxModelLen: m.MaxModelLen != 0}
+		r.add(fit.Fit(ip, e.Model, *facts, p.Target.Catalog().SKUs()...)...)
 		sp.Engines = append(sp.Engines, e)
 	}
 	for i, j := range cfg.BatchJobs {
