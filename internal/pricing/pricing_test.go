@@ -28,8 +28,8 @@ func TestPoolCost(t *testing.T) {
 		{"expected is at least minNodes", Spec{Prices: map[string]float64{"h100-80gb-x8": 20}}, PoolShape{SKU: "h100-80gb-x8", MinNodes: 1, MaxNodes: 2},
 			&PoolCost{Hourly: 20, AtMin: 14600, AtMax: 29200, Expected: 14600, Currency: "USD", Source: "the stack's pricing.prices"}, ""},
 		{"no region", Spec{}, pool, nil, "no price: set pricing.region (a target with a price table) or pricing.prices.Standard_NC24ads_A100_v4"},
-		{"not on record in the region", Spec{Region: "westeurope"}, pool, nil, "no price on record for Standard_NC24ads_A100_v4 in westeurope"},
-		{"no spot price on record", Spec{Region: "eastus"}, PoolShape{SKU: "Standard_NC24ads_A100_v4", MaxNodes: 1, Spot: true}, nil, "no spot price on record"},
+		{"not on record in the region", Spec{Region: "westeurope"}, pool, nil, "no price for Standard_NC24ads_A100_v4 in westeurope in the table dated 2026-11-09: refresh"},
+		{"no spot price on record", Spec{Region: "eastus"}, PoolShape{SKU: "Standard_NC24ads_A100_v4", MaxNodes: 1, Spot: true}, nil, "no spot price for Standard_NC24ads_A100_v4 in eastus in the table dated 2026-11-09"},
 	} {
 		got, note := tc.spec.Cost(tc.pool, table)
 		if diff := cmp.Diff(tc.want, got); diff != "" || !strings.HasPrefix(note, tc.note) || (tc.note == "") != (note == "") {

@@ -82,15 +82,12 @@ func (s Spec) Cost(pool PoolShape, table Table) (*PoolCost, string) {
 	if s.Region == "" {
 		return nil, "no price: set pricing.region (a target with a price table) or pricing.prices." + pool.SKU
 	}
-	p, ok := table.Lookup(pool.SKU, s.Region)
-	if !ok {
-		return nil, "no price on record for " + pool.SKU + " in " + s.Region + ": refresh the table (gpu-plan prices) or set pricing.prices." + pool.SKU
+	if why := table.Missing(pool.SKU, s.Region, pool.Spot); why != "" {
+		return nil, why + ": refresh the table (gpu-plan prices) or set pricing.prices." + pool.SKU
 	}
-	hourly, ok := p.Hourly(pool.Spot)
-	if !ok {
-		return nil, "no spot price on record for " + pool.SKU + " in " + s.Region + ": refresh the table (gpu-plan prices) or set pricing.prices." + pool.SKU
-	}
-	return poolCost(pool, hourly, "USD", p.Retrieved+", "+p.Source), ""
+	p, _ := table.Lookup(pool.SKU, s.Region)
+	hourly, _ := p.Hourly(pool.Spot)
+	return poolCost(pool, hourly, "USD", p.Origin(pool.Spot)), ""
 }
 
 func poolCost(pool PoolShape, hourly float64, currency, source string) *PoolCost {

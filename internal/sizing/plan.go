@@ -55,7 +55,11 @@ type Design struct {
 	HourlySpot      float64 `json:"hourlySpot,omitempty"`
 	MonthlyOnDemand float64 `json:"monthlyOnDemand,omitempty"`
 	MonthlySpot     float64 `json:"monthlySpot,omitempty"`
-	PriceNote       string  `json:"priceNote,omitempty"`
+	// PriceNote and SpotNote are the figures' dates and sources;
+	// MissingPrice says which figure the table lacks, in words.
+	PriceNote    string `json:"priceNote,omitempty"`
+	SpotNote     string `json:"spotNote,omitempty"`
+	MissingPrice string `json:"missingPrice,omitempty"`
 }
 
 // Rejected is a node shape that cannot meet the requirements, and why.
@@ -133,7 +137,7 @@ func Recommend(req Requirements, section catalog.Section, prices pricing.Table) 
 				}
 				continue
 			}
-			price(d, sku.Name, req.Region, prices)
+			price(d, sku.Name, req.Region, req.Spot, prices)
 			res.Designs = append(res.Designs, *d)
 			found = true
 		}
@@ -186,33 +190,54 @@ func design(req Requirements, entry models.Card, m fit.Model, pool gpupool.Facts
 	}, ""
 }
 
-// price adds a design's node prices and monthly costs.
-func price(d *Design, sku, region string, prices pricing.Table) {
+// price adds a design's node prices and monthly costs, and says in words
+// which figure the table lacks (the on-demand price, or the spot price
+// when spot ranks).
+func price(d *Design, sku, region string, spot bool, prices pricing.Table) {
+	d.MissingPrice = prices.Missing(sku, region, false)
+	if spot && d.MissingPrice == "" {
+		d.MissingPrice = prices.Missing(sku, region, true)
+	}
 	p, ok := prices.Lookup(sku, region)
 	if !ok {
-		d.PriceNote = fmt.Sprintf("no price on record for %s in %s", sku, region)
 		return
 	}
 	d.HourlyOnDemand, d.HourlySpot = p.OnDemand, p.Spot
 	d.MonthlyOnDemand = round1(p.OnDemand * pricing.HoursPerMonth * float64(d.MaxNodes))
 	d.MonthlySpot = round1(p.Spot * pricing.HoursPerMonth * float64(d.MaxNodes))
-	d.PriceNote = fmt.Sprintf("%s, %s", p.Retrieved, p.Source)
+	if p.OnDemand > 0 {
+		d.PriceNote = p.Origin(false)
+	}
+	if p.Spot > 0 {
+		d.SpotNote = p.Origin(true)
+	}
 }
 
-// less ranks priced designs by monthly cost before unpriced ones, then by
-// the GPUs of the nodes at peak (a node is paid whole).
+// less ranks priced designs by monthly cost before unpriced ones: by spot
+// where spot ranks and the design has a spot price, then by on-demand,
+// then by the GPUs of the nodes at peak (a node is paid whole).
 func less(a, b Design, spot bool) bool {
-	ca, cb := a.MonthlyOnDemand, b.MonthlyOnDemand
 	if spot {
-		ca, cb = a.MonthlySpot, b.MonthlySpot
+		if c, decided := byCost(a.MonthlySpot, b.MonthlySpot); decided {
+			return c
+		}
 	}
-	switch {
-	case (ca > 0) != (cb > 0):
-		return ca > 0
-	case ca != cb:
-		return ca < cb
+	if c, decided := byCost(a.MonthlyOnDemand, b.MonthlyOnDemand); decided {
+		return c
 	}
 	return a.MaxNodes*a.NodeGPUs < b.MaxNodes*b.NodeGPUs
+}
+
+// byCost orders two monthly costs, a priced one first (0: none on record),
+// and whether that decided the order.
+func byCost(a, b float64) (less, decided bool) {
+	switch {
+	case (a > 0) != (b > 0):
+		return a > 0, true
+	case a != b:
+		return a < b, true
+	}
+	return false, false
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

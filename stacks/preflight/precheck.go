@@ -180,7 +180,7 @@ func Summary(p *plan.Stack) []string {
 		if c := p.Costs[f.Name]; c.Cost != nil {
 			line += fmt.Sprintf(", %.0f %s a month at maxNodes, %.0f expected", c.Cost.AtMax, c.Cost.Currency, c.Cost.Expected)
 		} else if c.Note != "" {
-			line += ", no price on record"
+			line += ", " + strings.SplitN(c.Note, ":", 2)[0] // which figure is missing, in words
 		}
 		out = append(out, line)
 	}

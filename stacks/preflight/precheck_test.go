@@ -94,7 +94,7 @@ func TestSummary(t *testing.T) {
 	got := strings.Join(preflight.Summary(load(t, "prod", nil)), "\n")
 	for _, want := range []string{
 		"pool a100: Standard_NC24ads_A100_v4, 1 × nvidia.com/gpu per node, 0-4 nodes",
-		"pool nd96: Standard_ND96amsr_A100_v4, 16 × nvidia.com/gpu per node, 0-2 nodes, no price on record",
+		"pool nd96: Standard_ND96amsr_A100_v4, 16 × nvidia.com/gpu per node, 0-2 nodes, 47844 USD a month at maxNodes, 0 expected",
 		"pool h100x8: Standard_ND96isr_H100_v5, 8 × nvidia.com/gpu per node, 0-2 nodes, 143547 USD a month at maxNodes, 71774 expected",
 		"charts: nvidia-device-plugin 0.20.0, dcgm-exporter 4.8.2, vllm-stack 0.1.12, keda 2.20.2, keda-add-ons-http 0.15.0",
 		"model llama3-70b on h100x8: tensor parallel 4 (not set: the smallest that holds concurrency 1 × maxModelLen 131072; tensorParallel 2 holds not one such stream), maxModelLen 131072, KV cache 423616 tokens (3.2 × maxModelLen), 1-4 replicas",

@@ -9,6 +9,7 @@ package target
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 
@@ -90,6 +91,10 @@ type PriceRefresher interface {
 	// RefreshPrices reads the list at api ("": the public one) for the
 	// catalog's node shapes in regions ("": the default regions).
 	RefreshPrices(ctx context.Context, client *http.Client, api string, regions []string, today string) (pricing.Table, error)
+	// PricesFromData builds the table from dated, sourced price data kept
+	// in the shared assets, at PricesData under their root.
+	PricesFromData(r io.Reader) (pricing.Table, error)
+	PricesData() string
 }
 
 // Federator is a target whose clusters can federate a service account with

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
+	"io"
 	"net/http"
 
 	"github.com/natron/gpu-node-pools/internal/pricing"
@@ -13,8 +14,9 @@ import (
 var pricesJSON []byte
 
 // Prices are the AKS VM sizes' Azure retail prices on record per region
-// (prices.json, refreshed from the Azure Retail Prices API by Refresh:
-// gpu-plan prices).
+// (prices.json): built from the sourced data in the shared assets
+// (FromTSV: gpu-plan prices --tsv), or refreshed from the Azure Retail
+// Prices API (Refresh: gpu-plan prices).
 var Prices = pricing.MustParse("prices.json", pricesJSON)
 
 // Prices is the target's price table.
@@ -27,12 +29,15 @@ var DefaultPriceRegions = []string{"westeurope", "germanywestcentral", "swedence
 // RefreshPrices reads the Azure Retail Prices API for every AKS size of
 // the catalog.
 func (Target) RefreshPrices(ctx context.Context, client *http.Client, api string, regions []string, today string) (pricing.Table, error) {
-	var skus []string
-	for _, s := range Sizes.SKUs() {
-		skus = append(skus, s.Name)
-	}
+	skus := Sizes.Names()
 	if len(regions) == 0 {
 		regions = DefaultPriceRegions
 	}
 	return Refresh(ctx, client, cmp.Or(api, RetailPricesAPI), skus, regions, today)
 }
+
+// PricesFromData builds the table from the sourced price data (PricesTSV).
+func (Target) PricesFromData(r io.Reader) (pricing.Table, error) { return FromTSV(r, Sizes.Names()) }
+
+// PricesData is where the sourced data sits under the shared assets.
+func (Target) PricesData() string { return PricesTSV }
