@@ -69,6 +69,7 @@ func (m ModelSpec) validateOllama(p *field.Path) field.ErrorList {
 		v   any
 	}{
 		{"dtype", m.Dtype != "", m.Dtype}, {"quantization", m.Quantization != "", m.Quantization},
+		{"kvCacheDtype", m.KVCacheDtype != "", m.KVCacheDtype},
 		{"tensorParallel", m.TensorParallel > 1, m.TensorParallel}, {"gpuMemoryUtilization", m.GPUMemoryUtilization != 0, m.GPUMemoryUtilization},
 		{"queueDepthTarget", m.QueueDepthTarget != 0, m.QueueDepthTarget},
 	}

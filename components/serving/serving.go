@@ -147,6 +147,9 @@ func (e Engine) Sizing() map[string]any {
 	if e.Quantization != "" {
 		out["quantization"] = e.Quantization
 	}
+	if e.KVCacheDtype == "fp8" {
+		out["kvCacheDtype"] = e.KVCacheDtype
+	}
 	if e.Estimated() {
 		out["kvCacheEstimated"] = true
 	}

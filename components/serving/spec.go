@@ -51,6 +51,11 @@ type ModelSpec struct {
 	// (compute capability 8.0 and up).
 	// Default: the catalog model's (DeepSeek V3: fp8).
 	Quantization string `json:"quantization,omitempty"`
+	// KVCacheDtype is vLLM's --kv-cache-dtype: auto (the dtype's width) or
+	// fp8, which halves the KV cache of a 16-bit model and the bytes each
+	// decode step reads of it; fp8 needs an FP8 GPU (H100, H200).
+	// Default: auto.
+	KVCacheDtype string `json:"kvCacheDtype,omitempty"`
 	// TensorParallel is the GPUs per replica; it divides a node's GPUs and
 	// the model's attention heads, and is 1 on MIG and time-sliced pools.
 	// Default: the smallest that fits.
@@ -85,7 +90,7 @@ type ModelSpec struct {
 func (m ModelSpec) Model() fit.Model {
 	fit := fit.Model{
 		Name: m.Name, ParametersB: m.ParametersB, WeightsGB: m.WeightsGB, Dtype: m.Dtype, Quantization: m.Quantization,
-		TensorParallel: m.TensorParallel, GPUMemoryUtilization: m.GPUMemoryUtilization, MaxReplicas: m.MaxReplicas,
+		KVCacheDtype: m.KVCacheDtype, TensorParallel: m.TensorParallel, GPUMemoryUtilization: m.GPUMemoryUtilization, MaxReplicas: m.MaxReplicas,
 		MaxModelLen: m.MaxModelLen, Concurrency: m.Concurrency,
 	}
 	if m.Shape != nil {

@@ -148,6 +148,9 @@ func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 	} else if msg := fit.ActDtypeMisfit(m.Quantization, cmp.Or(m.Dtype, fit.DefaultDtype)); msg != "" && (m.Dtype == "" || slices.Contains(fit.Dtypes, m.Dtype)) {
 		errs = append(errs, fielderr.Invalid(p.Child("dtype"), m.Dtype, "%s", msg))
 	}
+	if m.KVCacheDtype != "" && !slices.Contains(fit.KVCacheDtypes, m.KVCacheDtype) {
+		errs = append(errs, fielderr.NotSupported(p.Child("kvCacheDtype"), m.KVCacheDtype, fit.KVCacheDtypes))
+	}
 	if m.TensorParallel < 0 {
 		errs = append(errs, fielderr.Invalid(p.Child("tensorParallel"), m.TensorParallel, "must be >= 1 (or left out: the smallest that fits)"))
 	}

@@ -95,6 +95,9 @@ func VLLMValues(e Engine) map[string]any {
 	if e.Quantization != "" {
 		extra = append(extra, "--quantization", kernel(e.Quantization, e.Pool.ComputeCapability))
 	}
+	if e.KVCacheDtype == "fp8" {
+		extra = append(extra, "--kv-cache-dtype", "fp8")
+	}
 	vllm["extraArgs"] = extra
 	scratch, scratchMounts := engineScratch()
 	model := map[string]any{

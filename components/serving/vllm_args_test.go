@@ -38,6 +38,8 @@ var vllmServeFlags = map[string]vllmFlag{
 	"--enable-prefix-caching":  {kind: "bool"},
 	"--enable-chunked-prefill": {kind: "bool"},
 	"--enable-lora":            {kind: "bool"},
+	// CacheDType, vllm/config/cache.py
+	"--kv-cache-dtype": {kind: "choice", choices: []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"}},
 	// QuantizationMethods, vllm/model_executor/layers/quantization/__init__.py
 	"--quantization": {kind: "choice", choices: []string{"awq", "deepspeedfp", "tpu_int8", "fp8", "ptpc_fp8", "fbgemm_fp8",
 		"modelopt", "modelopt_fp4", "bitblas", "gguf", "gptq_marlin_24", "gptq_marlin", "gptq_bitblas", "awq_marlin", "gptq",
@@ -109,7 +111,7 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 	h100 := pooltest.Resolved(t, pooltest.Natron, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts
 	sliced := pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: "shared", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2, TimeSlicing: 2}).Facts
 	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
-	type want struct{ dtype, quantization, util string }
+	type want struct{ dtype, quantization, util, kvCache string }
 	var cases []struct {
 		m    serving.ModelSpec
 		pool gpupool.Facts
@@ -121,7 +123,7 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 			pool gpupool.Facts
 			want want
 		}{serving.ModelSpec{Name: "m", Source: "s3://b/m", ParametersB: 8, Dtype: dtype, Quantization: q, TensorParallel: 1,
-			MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(1), MaxReplicas: 2, QueueDepthTarget: 5}, p, want{dtype, q, util}})
+			MaxModelLen: 8192, GPUMemoryUtilization: 0.9, MinReplicas: new(1), MaxReplicas: 2, QueueDepthTarget: 5}, p, want{dtype, q, util, ""}})
 	}
 	for _, d := range fit.Dtypes {
 		add(d, "", h100, "0.9")
@@ -133,8 +135,15 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 		}
 	}
 	add("bfloat16", "", sliced, "0.45")
+	for _, kv := range fit.KVCacheDtypes {
+		add("auto", "", h100, "0.9")
+		cases[len(cases)-1].m.KVCacheDtype = kv
+		if kv == "fp8" { // auto is vLLM's default: no flag written
+			cases[len(cases)-1].want.kvCache = kv
+		}
+	}
 	for _, tc := range cases {
-		t.Run(tc.want.dtype+"/"+tc.want.quantization+"/"+tc.pool.Name, func(t *testing.T) {
+		t.Run(tc.want.dtype+"/"+tc.want.quantization+"/"+tc.m.KVCacheDtype+"/"+tc.pool.Name, func(t *testing.T) {
 			t.Parallel()
 			if errs := tc.m.Validate(nil, serving.S3); len(errs) != 0 {
 				t.Fatalf("the config contract refuses %+v: %v", tc.m, errs)
@@ -155,7 +164,8 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 			if err != nil {
 				t.Fatalf("vLLM v0.11.0 refuses %v: %v", cmd, err)
 			}
-			if got["--dtype"] != tc.want.dtype || got["--quantization"] != tc.want.quantization || got["--gpu-memory-utilization"] != tc.want.util {
+			if got["--dtype"] != tc.want.dtype || got["--quantization"] != tc.want.quantization || got["--gpu-memory-utilization"] != tc.want.util ||
+				got["--kv-cache-dtype"] != tc.want.kvCache {
 				t.Errorf("dtype %q quantization %q utilization %q, want %+v", got["--dtype"], got["--quantization"], got["--gpu-memory-utilization"], tc.want)
 			}
 			if got["--enable-prefix-caching"] == "false" {

@@ -25,9 +25,11 @@ type Model struct {
 	// ParametersB is billions of parameters; WeightsGB overrides it.
 	ParametersB float64
 	WeightsGB   float64
-	// Dtype is vLLM's --dtype, Quantization its --quantization ("": none).
+	// Dtype is vLLM's --dtype, Quantization its --quantization ("": none),
+	// KVCacheDtype its --kv-cache-dtype ("" or auto: the dtype's; fp8).
 	Dtype                string
 	Quantization         string
+	KVCacheDtype         string
 	TensorParallel       int
 	GPUMemoryUtilization float64
 	MaxReplicas          int
@@ -116,6 +118,9 @@ func Fit(p *field.Path, m Model, pool gpupool.Facts, others ...catalog.SKU) fiel
 	tp := m.TensorParallel
 	if msg := QuantizationMisfit(m.Quantization, pool.GPUModel, pool.ComputeCapability); msg != "" {
 		out = append(out, fielderr.Invalid(p.Child("quantization"), m.Quantization, "%s", msg))
+	}
+	if msg := KVCacheDtypeMisfit(m.KVCacheDtype, pool.GPUModel, pool.ComputeCapability); msg != "" {
+		out = append(out, fielderr.Invalid(p.Child("kvCacheDtype"), m.KVCacheDtype, "%s", msg))
 	}
 	divisors := divisorsOf(pool.GPUResourcesPerNode)
 	switch sharing := Sharing(pool); {

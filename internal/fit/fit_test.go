@@ -92,6 +92,9 @@ func TestFit(t *testing.T) {
 			"132 GiB of weights"},
 		{"fp8 needs FP8 compute: not on an A100", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "fp8" }), a100x1, nil, "quantization",
 			"fp8 needs compute capability 8.9 or newer, the pool's NVIDIA A100 80GB PCIe has 8.0; vLLM would fall back"},
+		{"an fp8 KV cache on Hopper", with(known(t, "llama-3.1-70b", 4), func(m *Model) { m.KVCacheDtype = "fp8" }), h100x8(1), nil, "", ""},
+		{"an fp8 KV cache needs FlashAttention 3: not on an A100", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.KVCacheDtype = "fp8" }), a100x1, nil, "kvCacheDtype",
+			"an fp8 KV cache needs compute capability 9.0 or newer (FlashAttention 3), the pool's NVIDIA A100 80GB PCIe has 8.0: vLLM refuses --kv-cache-dtype fp8 there; use auto"},
 		{"awq on a T4", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "awq" }),
 			pooltest.Pool(t, pooltest.AKS, "Standard_NC4as_T4_v3", 1, ""), nil, "", ""},
 		{"awq not on a V100", with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.Dtype, m.Quantization = "auto", "awq" }),
@@ -152,5 +155,25 @@ func TestStartupBudget(t *testing.T) {
 		if got := StartupBudgetSeconds(tc.weightsGB, tc.mbps); got != tc.want {
 			t.Errorf("StartupBudgetSeconds(%v GB, %v MB/s) = %d, want %d", tc.weightsGB, tc.mbps, got, tc.want)
 		}
+	}
+}
+
+// An fp8 KV cache is one byte per element: half the bytes per token of a
+// 16-bit model, so about twice the tokens in the same memory; and 8 streams
+// of 128k that do not fit one H100 in 16-bit do in fp8.
+func TestFP8KVCacheHalvesIt(t *testing.T) {
+	t.Parallel()
+	h100 := pooltest.Pool(t, pooltest.Natron, "h100-80gb-x8", 1, "")
+	auto := with(known(t, "llama-3.1-8b", 1), func(m *Model) { m.MaxModelLen, m.Concurrency = 131072, 4 })
+	fp8 := with(auto, func(m *Model) { m.KVCacheDtype = "fp8" })
+	a, f := Sizing(auto, h100, 1), Sizing(fp8, h100, 1)
+	if a.KVBytesPerToken != 2*f.KVBytesPerToken || a.KVBytesPerToken != 131072 {
+		t.Errorf("KV bytes per token: auto %d, fp8 %d", a.KVBytesPerToken, f.KVBytesPerToken)
+	}
+	if r := float64(f.KVTokens()) / float64(a.KVTokens()); r < 1.99 || r > 2.01 {
+		t.Errorf("fp8 holds %.2f× the tokens", r)
+	}
+	if len(Fit(nil, auto, h100)) == 0 || len(Fit(nil, fp8, h100)) != 0 {
+		t.Errorf("4 × 128k of 8B on one H100: auto %v, fp8 %v", Fit(nil, auto, h100), Fit(nil, fp8, h100))
 	}
 }

@@ -174,9 +174,13 @@ func DeviceGiB(pool gpupool.Facts) float64 {
 	return float64(pool.GPUMemoryGB)
 }
 
-// KVBytes is the width of one cached key or value element: the model's
-// dtype (vLLM's kv_cache_dtype "auto"), 16-bit unless float32.
+// KVBytes is the width of one cached key or value element: one byte for
+// an fp8 KV cache, else the model's dtype (vLLM's kv_cache_dtype "auto"),
+// 16-bit unless float32.
 func (m Model) KVBytes() int {
+	if m.KVCacheDtype == "fp8" {
+		return 1
+	}
 	if dtypeBytes[m.Dtype] == 4 {
 		return 4
 	}

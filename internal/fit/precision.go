@@ -110,3 +110,26 @@ func ActDtypeMisfit(method, dtype string) string {
 	}
 	return fmt.Sprintf("%s kernels take %s activations only: set dtype to one of them", method, strings.Join(q.ActDtypes, ", "))
 }
+
+// KVCacheDtypes are the values of vLLM's --kv-cache-dtype the model key
+// kvCacheDtype takes: auto (the model's dtype) or fp8 (one byte per
+// element: half the KV cache of a 16-bit model).
+var KVCacheDtypes = []string{"auto", "fp8"}
+
+// FP8KVCapability is the compute capability an fp8 KV cache needs on
+// vLLM's default attention backends: FlashAttention 3 (Hopper) and
+// FlashMLA run attention on an fp8 cache; on older GPUs
+// CudaPlatformBase.is_kv_cache_dtype_supported refuses it
+// (vllm/platforms/cuda.py and vllm/attention/utils/fa_utils.py's
+// flash_attn_supports_fp8, v0.10 series).
+const FP8KVCapability = 90
+
+// KVCacheDtypeMisfit is why a pool's GPU refuses a KV cache dtype, "" if
+// it takes it.
+func KVCacheDtypeMisfit(dtype, gpu string, cc int) string {
+	if dtype != "fp8" || cc >= FP8KVCapability {
+		return ""
+	}
+	return fmt.Sprintf("an fp8 KV cache needs compute capability %s or newer (FlashAttention 3), the pool's %s has %s: vLLM refuses --kv-cache-dtype fp8 there; use auto",
+		Capability(FP8KVCapability), gpu, Capability(cc))
+}

@@ -41,6 +41,13 @@ func TestModelsFromTheCatalog(t *testing.T) {
 			[]string{`gpu-node-pools:models[0].parametersB: the catalog model llama-3.1-8b gives it: leave it out, or drop model, got 8`}, 0, 0},
 		{"by size without a context", func(c map[string]any) { delete(stacktest.Model(c), "maxModelLen") }, "",
 			[]string{`gpu-node-pools:models[0].maxModelLen: required without model: no catalog entry gives the native context`}, 0, 0},
+		{"an unknown KV cache dtype", func(c map[string]any) { minimal(c); stacktest.Model(c)["kvCacheDtype"] = "int8" }, "",
+			[]string{`gpu-node-pools:models[0].kvCacheDtype: must be one of auto, fp8, got "int8"`}, 0, 0},
+		{"an fp8 KV cache on an A100: refused as vLLM refuses it", func(c map[string]any) {
+			minimal(c)
+			stacktest.Model(c)["kvCacheDtype"] = "fp8"
+			stacktest.Pool(c, 0)["sku"] = "a100-80gb-x8"
+		}, "", []string{`gpu-node-pools:models[0].kvCacheDtype: an fp8 KV cache needs compute capability 9.0 or newer (FlashAttention 3), the pool's NVIDIA A100 80GB SXM4 has 8.0`}, 0, 0},
 		{"a shape of its own: no warning", func(c map[string]any) {
 			stacktest.Model(c)["shape"] = map[string]any{"layers": 32, "kvHeads": 8, "headDim": 128, "attentionHeads": 32, "hiddenSize": 4096}
 		}, "", nil, 1, 8192},
