@@ -27,8 +27,13 @@ var Known = Catalog{
 	dense("llama-3.2-1b", "meta-llama/Llama-3.2-1B-Instruct", 1.24, gqa(16, 32, 8, 64, 2048), 131072, "llama3.2-1b"),
 	dense("llama-3.2-3b", "meta-llama/Llama-3.2-3B-Instruct", 3.21, gqa(28, 24, 8, 128, 3072), 131072, "llama3.2-3b"),
 	dense("mistral-7b", "mistralai/Mistral-7B-Instruct-v0.3", 7.25, gqa(32, 32, 8, 128, 4096), 32768, "mistral-7b-v0.3"),
-	{Name: "mixtral-8x7b", HuggingFace: "mistralai/Mixtral-8x7B-Instruct-v0.1", ParametersB: 46.7, ActiveParametersB: 12.9,
+	{Name: "mixtral-8x7b", HuggingFace: "mistralai/Mixtral-8x7B-Instruct-v0.1", ParametersB: 46.7, ActiveParametersB: 12.9, Experts: 8, ExpertsPerToken: 2,
 		Shape: gqa(32, 32, 8, 128, 4096), NativeContext: 32768, Source: hf("mistralai/Mixtral-8x7B-Instruct-v0.1")},
+	// DBRX: 16 experts, 4 per token (ffn_config.moe_num_experts and
+	// moe_top_k); d_model, n_heads, n_layers and attn_config.kv_n_heads
+	// in its config's own names.
+	{Name: "dbrx", HuggingFace: "databricks/dbrx-instruct", ParametersB: 132, ActiveParametersB: 36, Experts: 16, ExpertsPerToken: 4,
+		Shape: gqa(40, 48, 8, 128, 6144), NativeContext: 32768, Source: hf("databricks/dbrx-instruct"), Aliases: []string{"dbrx-instruct"}},
 	dense("qwen2.5-7b", "Qwen/Qwen2.5-7B-Instruct", 7.62, gqa(28, 28, 4, 128, 3584), 32768),
 	dense("qwen2.5-14b", "Qwen/Qwen2.5-14B-Instruct", 14.8, gqa(48, 40, 8, 128, 5120), 32768),
 	dense("qwen2.5-32b", "Qwen/Qwen2.5-32B-Instruct", 32.8, gqa(64, 40, 8, 128, 5120), 32768),
@@ -40,7 +45,7 @@ var Known = Catalog{
 	dense("gemma-2-27b", "google/gemma-2-27b-it", 27.2, gqa(46, 32, 16, 128, 4608), 8192),
 	dense("deepseek-r1-distill-llama-70b", "deepseek-ai/DeepSeek-R1-Distill-Llama-70B", 70.6, gqa(80, 64, 8, 128, 8192), 131072),
 	// MLA, and an FP8 checkpoint: vLLM reads its quantization_config.
-	{Name: "deepseek-v3", HuggingFace: "deepseek-ai/DeepSeek-V3", ParametersB: 671, ActiveParametersB: 37,
+	{Name: "deepseek-v3", HuggingFace: "deepseek-ai/DeepSeek-V3", ParametersB: 671, ActiveParametersB: 37, Experts: 256, ExpertsPerToken: 8,
 		Shape:         Shape{Layers: 61, AttentionHeads: 128, HiddenSize: 7168, Attention: MLA, KVLoraRank: 512, RopeHeadDim: 64},
 		NativeContext: 163840, Quantization: "fp8", Source: hf("deepseek-ai/DeepSeek-V3")},
 }

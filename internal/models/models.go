@@ -114,6 +114,10 @@ type Card struct {
 	// ParametersB is billions of parameters; ActiveParametersB those one
 	// token passes through (MoE; equal to ParametersB for dense models).
 	ParametersB, ActiveParametersB float64
+	// Experts and ExpertsPerToken are a mixture of experts' routed experts
+	// per layer and how many each token takes (num_local_experts or
+	// n_routed_experts, num_experts_per_tok); 0 for a dense model.
+	Experts, ExpertsPerToken int
 	Shape
 	// NativeContext is max_position_embeddings: the longest context the
 	// model was built for.

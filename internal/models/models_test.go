@@ -111,6 +111,8 @@ func TestCatalogEntries(t *testing.T) {
 			t.Errorf("%s: MLA needs kvLoraRank and ropeHeadDim: %+v", m.Name, m.Shape)
 		case m.ActiveParametersB <= 0 || m.ActiveParametersB > m.ParametersB:
 			t.Errorf("%s: active parameters %v of %v", m.Name, m.ActiveParametersB, m.ParametersB)
+		case (m.Experts > 0) != (m.ActiveParametersB < m.ParametersB) || m.ExpertsPerToken > m.Experts || (m.Experts > 0) != (m.ExpertsPerToken > 0):
+			t.Errorf("%s: a mixture of experts names its experts and those per token, a dense model neither: %+v", m.Name, m)
 		case m.Source != "https://huggingface.co/"+m.HuggingFace+"/blob/main/config.json":
 			t.Errorf("%s: source %s", m.Name, m.Source)
 		}

@@ -1,8 +1,10 @@
-// Package sizing estimates how fast a model serves on a node shape: time
-// per output token (decode), time to first token (prefill) and tokens per
-// second, from the model catalog's shapes and the GPUs' data sheet speeds.
-// It is a roofline model with four calibrated constants, held by tests to
-// published measurements (perf_test.go).
+// Package sizing estimates how fast a model serves on a node shape and
+// plans the cheapest design that meets a target: time per output token
+// (decode), time to first token (prefill), end-to-end latency and tokens
+// per second, from the model catalog's shapes and the GPUs' data sheet
+// speeds. It is a roofline model with per-GPU efficiencies
+// (calibration.go) fitted on published measurements and judged on others
+// it was not fitted on (oracles.tsv, oracles.go).
 package sizing
 
 import (
@@ -13,79 +15,82 @@ import (
 	"github.com/natron/gpu-node-pools/internal/models"
 )
 
-// The calibration: each constant is fitted to the oracles in perf_test.go
-// (NVIDIA NIM's published Llama 3.3 70B FP8 runs on two H100s, and a Llama
-// 3.1 8B BF16 single stream on an A100 40GB), not measured here.
-const (
-	// MemoryEfficiency is the fraction of the data sheet's bandwidth a
-	// decode step reaches reading weights and KV cache.
-	MemoryEfficiency = 0.8
-	// ComputeEfficiency is the fraction of dense Tensor Core throughput a
-	// prefill reaches.
-	ComputeEfficiency = 0.5
-	// StepOverheadSeconds is each decode step's fixed cost (scheduling,
-	// sampling, kernel launches).
-	StepOverheadSeconds = 0.0015
-	// AllReduceLatency is the fixed cost of one all-reduce across a node's
-	// GPUs: NVLink and PCIe.
-	NVLinkLatencySeconds = 15e-6
-	PCIeLatencySeconds   = 30e-6
-)
-
 // Deployment is a model served on one node shape.
 type Deployment struct {
 	Model models.Card
 	// BytesPerParameter is the stored weight width (the dtype's or the
-	// quantization's: fit.Model.BytesPerParameter).
+	// quantization's: fit.Model.BytesPerParameter); KVBytes the width of
+	// one cached key or value element (2, or 1 with an fp8 KV cache).
 	BytesPerParameter float64
+	KVBytes           int
 	// FP8 is true when the weights are computed in FP8 (quantization fp8
 	// on a GPU with FP8 Tensor Cores).
 	FP8            bool
 	SKU            catalog.SKU
 	TensorParallel int
+	Efficiency
+	// Engine is the serving engine's step costs; Calibration holds the
+	// links' latencies.
+	Engine      EngineCost
+	Calibration Calibration
 }
 
-// NewDeployment is model m as serving sizes it (its dtype and
-// quantization) on sku at tensor parallelism tp.
+// NewDeployment is model m as serving sizes it (its dtype, quantization
+// and KV cache dtype) on sku at tensor parallelism tp.
 func NewDeployment(entry models.Card, m fit.Model, sku catalog.SKU, tp int) Deployment {
-	return Deployment{Model: entry, BytesPerParameter: m.BytesPerParameter(), SKU: sku, TensorParallel: max(tp, 1),
-		FP8: m.Quantization == "fp8" && sku.GPU.RunsNatively("fp8")}
+	return Calibrated.Deployment(entry, m, sku, tp)
+}
+
+// Deployment is NewDeployment under calibration c, served by vLLM.
+func (c Calibration) Deployment(entry models.Card, m fit.Model, sku catalog.SKU, tp int) Deployment {
+	return c.On(Serving, entry, m, sku, tp)
+}
+
+// On is the deployment served by engine (VLLM, VLLMV0, TRTLLM).
+func (c Calibration) On(engine string, entry models.Card, m fit.Model, sku catalog.SKU, tp int) Deployment {
+	eff, _ := c.Of(sku.GPU)
+	return Deployment{Model: entry, BytesPerParameter: m.BytesPerParameter(), KVBytes: m.KVBytes(), SKU: sku, TensorParallel: max(tp, 1),
+		FP8: m.Quantization == "fp8" && sku.GPU.RunsNatively("fp8"), Efficiency: eff, Engine: c.Engines[engine], Calibration: c}
 }
 
 // weightBytesRead is what one decode step of batch sequences reads of the
-// weights on one GPU. A dense model reads them all; a mixture of experts
-// reads the active share for one sequence, and more experts as the batch
-// grows: each expert weight is missed by one token with probability
-// 1 - active/total, so by the batch with that probability to the power of
-// the batch.
+// weights on one GPU. A dense model reads them all. A mixture of experts
+// reads its shared weights (attention, embeddings, shared experts) always
+// and the routed experts the batch's tokens touch: with E experts and k
+// per token, routed uniformly, an expert is missed by one token with
+// probability 1 - k/E, so a batch touches the share 1 - (1 - k/E)^batch.
 func (d Deployment) weightBytesRead(batch int) float64 {
 	total, active := d.Model.ParametersB, d.Model.ActiveParametersB
 	touched := total
-	if active > 0 && active < total {
-		r := active / total
-		touched = active + (total-active)*(1-math.Pow(1-r, float64(batch-1)))
+	if e, k := float64(d.Model.Experts), float64(d.Model.ExpertsPerToken); e > 0 && k > 0 && active < total {
+		routed := (total - active) / (1 - k/e) // all routed experts' parameters
+		touched = total - routed + routed*(1-math.Pow(1-k/e, float64(max(batch, 1))))
 	}
 	return touched * 1e9 * d.BytesPerParameter / float64(d.TensorParallel)
 }
 
 // allReduce is the time of one all-reduce of bytes across the replica's
-// GPUs: the link's latency plus a ring's 2(tp-1)/tp of the data over one
-// direction of the link.
+// GPUs: the link's latency for each doubling of the GPUs (log2 tp steps
+// of a tree or recursive doubling), plus a ring's 2(tp-1)/tp of the data
+// over one direction of the link.
 func (d Deployment) allReduce(bytes float64) float64 {
 	tp := float64(d.TensorParallel)
 	if tp <= 1 {
 		return 0
 	}
-	latency := PCIeLatencySeconds
-	if d.SKU.Link.Kind == "NVLink" {
-		latency = NVLinkLatencySeconds
-	}
+	latency := d.Calibration.allReduceLatency(d.SKU.Link) * math.Log2(tp)
 	perDirection := float64(d.SKU.Link.GBps) / 2 * 1e9
 	return latency + 2*(tp-1)/tp*bytes/perDirection
 }
 
+// comm is a step's tensor-parallel traffic: two all-reduces per layer of
+// the step's tokens' activations (16-bit).
+func (d Deployment) comm(tokens int) float64 {
+	return 2 * float64(d.Model.Layers) * d.allReduce(float64(tokens*d.Model.HiddenSize*2))
+}
+
 // flops is the GPU's dense Tensor Core throughput for the deployment's
-// compute type, FLOP/s.
+// compute type, FLOP/s, at the calibrated efficiency.
 func (d Deployment) flops() float64 {
 	g := d.SKU.GPU
 	tf := g.BF16TFLOPS
@@ -95,38 +100,53 @@ func (d Deployment) flops() float64 {
 	case tf == 0: // no BF16 (V100, T4): float16
 		tf = g.FP16TFLOPS
 	}
-	return tf * 1e12
+	return tf * 1e12 * d.Compute
 }
 
-// TPOT is the time per output token of each of batch sequences decoding
-// together with context tokens each in the KV cache: the step reads this
-// GPU's share of the weights and of the batch's KV cache at the memory
-// bandwidth (or computes at the Tensor Cores' rate, whichever is slower),
-// plus two all-reduces per layer and the step's fixed cost.
-func (d Deployment) TPOT(batch, context int) float64 {
+// bandwidth is the GPU's memory bandwidth at the calibrated efficiency.
+func (d Deployment) bandwidth() float64 {
+	return float64(d.SKU.GPU.BandwidthGBps) * 1e9 * d.Memory
+}
+
+// DecodeStep is one decode step of batch sequences with context tokens
+// each in the KV cache: the step reads this GPU's share of the weights
+// the batch touches and of the batch's KV cache at the memory bandwidth
+// (or computes at the Tensor Cores' rate, whichever is slower), plus two
+// all-reduces per layer and the engine's step cost (fixed and per
+// sequence), which dominates a small model's step.
+func (d Deployment) DecodeStep(batch, context int) float64 {
 	batch = max(batch, 1)
-	kv := float64(batch) * float64(context) * float64(d.Model.KVBytesPerTokenPerGPU(d.TensorParallel, 2))
-	memory := (d.weightBytesRead(batch) + kv) / (float64(d.SKU.GPU.BandwidthGBps) * 1e9 * MemoryEfficiency)
-	compute := 2 * d.Model.ActiveParametersB * 1e9 * float64(batch) / float64(d.TensorParallel) / (d.flops() * ComputeEfficiency)
-	comm := 2 * float64(d.Model.Layers) * d.allReduce(float64(batch*d.Model.HiddenSize*2))
-	return math.Max(memory, compute) + comm + StepOverheadSeconds
+	kv := float64(batch) * float64(context) * float64(d.Model.KVBytesPerTokenPerGPU(d.TensorParallel, d.KVBytes))
+	memory := (d.weightBytesRead(batch) + kv) / d.bandwidth()
+	compute := 2 * d.Model.ActiveParametersB * 1e9 * float64(batch) / float64(d.TensorParallel) / d.flops()
+	return math.Max(memory, compute) + d.comm(batch) + d.Engine.StepSeconds + float64(batch)*d.Engine.PerSequenceSeconds
 }
 
-// TTFT is the time to first token of a prompt of prompt tokens alone on a
-// replica: the prefill's matrix multiplications (2 FLOP per active
-// parameter and token) and attention (2 × layers × prompt² × hidden), at
-// the Tensor Cores' rate over the replica's GPUs, plus two all-reduces of
-// the prompt's activations per layer.
-func (d Deployment) TTFT(prompt int) float64 {
-	p := float64(prompt)
-	work := 2*d.Model.ActiveParametersB*1e9*p + 2*float64(d.Model.Layers)*p*p*float64(d.Model.HiddenSize)
-	compute := work / float64(d.TensorParallel) / (d.flops() * ComputeEfficiency)
-	comm := 2 * float64(d.Model.Layers) * d.allReduce(p*float64(d.Model.HiddenSize)*2)
-	return compute + comm + StepOverheadSeconds
+// TPOT is DecodeStep under its older name: the time per output token of
+// batch streams decoding together.
+func (d Deployment) TPOT(batch, context int) float64 { return d.DecodeStep(batch, context) }
+
+// Prefill is the time to process one prompt of tokens.
+func (d Deployment) Prefill(tokens int) float64 { return d.prefill(1, tokens) }
+
+// prefill is the time to process prompts of tokens each in one step: the
+// matrix multiplications (2 FLOP per active parameter and token) and
+// attention (2 × layers × tokens² × hidden per prompt), at the Tensor
+// Cores' rate over the replica's GPUs, but never faster than reading the
+// weights once; plus two all-reduces of the tokens' activations per layer
+// and a step's cost.
+func (d Deployment) prefill(prompts, tokens int) float64 {
+	n, p := float64(prompts), float64(tokens)
+	work := n * (2*d.Model.ActiveParametersB*1e9*p + 2*float64(d.Model.Layers)*p*p*float64(d.Model.HiddenSize))
+	compute := work / float64(d.TensorParallel) / d.flops()
+	return math.Max(compute, d.weightBytesRead(prompts*tokens)/d.bandwidth()) + d.comm(prompts*tokens) + d.Engine.StepSeconds
 }
+
+// TTFT is the time to first token of a prompt alone on a replica.
+func (d Deployment) TTFT(prompt int) float64 { return d.Prefill(prompt) }
 
 // TokensPerSecond is one replica's output rate with batch sequences
 // decoding together.
 func (d Deployment) TokensPerSecond(batch, context int) float64 {
-	return float64(max(batch, 1)) / d.TPOT(batch, context)
+	return float64(max(batch, 1)) / d.DecodeStep(batch, context)
 }

@@ -1,0 +1,84 @@
+package sizing
+
+import (
+	"fmt"
+
+	"github.com/natron/gpu-node-pools/internal/catalog"
+)
+
+// Efficiency is the fraction of a GPU's data sheet speeds that the
+// kernels reach: Memory of the bandwidth in a decode step (weights and KV
+// cache), Compute of the dense Tensor Core rate in a prefill.
+type Efficiency struct{ Memory, Compute float64 }
+
+// EngineCost is what an engine's scheduler costs each step: a fixed part
+// (scheduling, kernel launches between CUDA graphs) and a part per
+// sequence in the batch (sampling, detokenizing, bookkeeping on the CPU).
+type EngineCost struct{ StepSeconds, PerSequenceSeconds float64 }
+
+// The engine generations the oracles were measured on. The planner sizes
+// vLLM's V1 engine, which the pinned image (v0.11) runs; V0 (vLLM before
+// 0.8) and TensorRT-LLM (NVIDIA NIM's FP8 profiles) are calibrated only so
+// that their measurements can judge the rest of the model.
+const (
+	VLLM    = "vllm-v1"
+	VLLMV0  = "vllm-v0"
+	TRTLLM  = "trtllm"
+	Serving = VLLM
+)
+
+// Calibration is the model's fitted constants.
+type Calibration struct {
+	Engines map[string]EngineCost
+	// AllReduceSeconds is one all-reduce's latency per doubling of the
+	// GPUs it spans (log2 tp of them), by link (LinkKey).
+	AllReduceSeconds map[string]float64
+	// GPUs are the efficiencies of the GPUs an oracle covers, by model;
+	// Fallback is for the others (A100 PCIe, H100 NVL, V100, T4, A10).
+	GPUs     map[string]Efficiency
+	Fallback Efficiency
+}
+
+// Calibrated is the model's calibration: each figure fitted on the "fit"
+// rows of oracles.tsv by least squares of the log ratio
+// (TestFitIsTheCalibration re-fits them from fixed starting values and
+// fails if these are not what it finds) and judged on the "held-out" rows
+// (TestHeldOutOracles, and the bands every design carries).
+var Calibrated = Calibration{
+	Engines: map[string]EngineCost{
+		VLLM:   {StepSeconds: 1e-06, PerSequenceSeconds: 1e-06},
+		VLLMV0: {StepSeconds: 0.001115, PerSequenceSeconds: 0.0001839},
+		TRTLLM: {StepSeconds: 0.003455, PerSequenceSeconds: 1e-06},
+	},
+	AllReduceSeconds: map[string]float64{"NVLink 600": 2.603e-05, "NVLink 900": 1.626e-05},
+	GPUs: map[string]Efficiency{
+		catalog.A100SXM80.Model: {Memory: 0.772, Compute: 0.522},
+		catalog.H100SXM.Model:   {Memory: 0.8979, Compute: 0.522},
+		catalog.H200SXM.Model:   {Memory: 0.8734, Compute: 0.522},
+	},
+	Fallback: Efficiency{Memory: 0.772, Compute: 0.522},
+}
+
+// LinkKey names a link in AllReduceSeconds: its kind and bandwidth
+// ("NVLink 600" is the A100's NVLink 3, "NVLink 900" the H100's and
+// H200's NVLink 4).
+func LinkKey(l catalog.Link) string { return fmt.Sprintf("%s %d", l.Kind, l.GBps) }
+
+// allReduceLatency is a link's latency per doubling: its own, else (PCIe,
+// which no oracle covers) twice the slower NVLink's: PCIe's small-message
+// latency is the higher in NCCL's tests, by how much is not measured here.
+func (c Calibration) allReduceLatency(l catalog.Link) float64 {
+	if v, ok := c.AllReduceSeconds[LinkKey(l)]; ok {
+		return v
+	}
+	return 2 * c.AllReduceSeconds[LinkKey(catalog.NVLink3)]
+}
+
+// Of is the efficiency of a GPU, and whether an oracle covers it.
+func (c Calibration) Of(g catalog.GPU) (Efficiency, bool) {
+	e, ok := c.GPUs[g.Model]
+	if !ok {
+		return c.Fallback, false
+	}
+	return e, true
+}
