@@ -4,6 +4,8 @@
 //
 //	gpu-plan --model llama-3.1-70b --context 8192 --concurrency 32 --tpot-ms 50 \
 //	    --target aks --region eastus [--spot] [--quantization fp8] [--format table|yaml|json]
+//	gpu-plan eval --model llama-3.1-70b --sku Standard_ND96isr_H100_v5 --tp 4 --concurrency 16 \
+//	    --prompt 2048 --output 256 [--quantization fp8] [--kv-cache-dtype fp8] --format json
 //	gpu-plan prices --target aks --shared ../shared > stacks/target/aks/prices.json  # the sourced data
 //	gpu-plan prices --target aks > prices.json                                   # the live Azure Retail Prices API
 //
@@ -47,9 +49,12 @@ func run(args []string, out io.Writer, client *http.Client) error {
 	if len(args) > 0 && args[0] == "prices" {
 		return prices(args[1:], out, client)
 	}
+	if len(args) > 0 && args[0] == "eval" {
+		return evaluate(args[1:], out)
+	}
 	fs := flag.NewFlagSet("gpu-plan", flag.ContinueOnError)
 	var req sizing.Requirements
-	fs.StringVar(&req.Model, "model", "", "a catalog model (docs/sizing.md)")
+	fs.StringVar(&req.Model, "model", "", "a catalog model (docs/sizing.md), or the path of a Hugging Face config.json")
 	fs.IntVar(&req.Context, "context", 0, "the longest sequence, tokens (default: the model's native context)")
 	fs.IntVar(&req.Concurrency, "concurrency", 1, "streams at peak, each up to --context tokens")
 	tpot := fs.Float64("tpot-ms", 50, "the slowest acceptable time per output token, ms (50: faster than reading)")
@@ -58,6 +63,8 @@ func run(args []string, out io.Writer, client *http.Client) error {
 	fs.StringVar(&req.Region, "region", "eastus", "the region whose prices on record rank the designs")
 	fs.BoolVar(&req.Spot, "spot", false, "rank by spot prices (targets with spot capacity)")
 	fs.StringVar(&req.Quantization, "quantization", "", "vLLM --quantization (default: the checkpoint's)")
+	fs.StringVar(&req.KVCacheDtype, "kv-cache-dtype", "", "vLLM --kv-cache-dtype: auto or fp8 (halves the KV cache; H100 and H200)")
+	fs.IntVar(&req.Output, "output", 0, "output tokens per request, over which the other streams' prompts are spread (default 256)")
 	format := fs.String("format", "table", "table, yaml or json")
 	var profilePrices priceFlags
 	fs.Var(&profilePrices, "price", "a node shape's hourly price, shape=USD (repeatable; the stack's pricing block), for a target with no prices on record")

@@ -165,6 +165,12 @@ type Band struct {
 	Optimistic, Median, Pessimistic float64
 }
 
+// Range is the fastest and slowest a predicted time may be, at the
+// band's two ends, rounded to a tenth.
+func (b Band) Range(predicted float64) [2]float64 {
+	return [2]float64{round1(predicted * b.Optimistic), round1(predicted * b.Pessimistic)}
+}
+
 // TimeRatio is measured over predicted time: for a rate, predicted over
 // measured, so that above 1 always means the model was too fast.
 func TimeRatio(o Oracle, predicted float64) float64 {

@@ -1,8 +1,10 @@
 package sizing
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,10 +17,12 @@ import (
 
 // Requirements are what a customer asks for.
 type Requirements struct {
-	// Model is a catalog model; Quantization vLLM's --quantization ("":
-	// the checkpoint's).
+	// Model is a catalog model or the path of a Hugging Face config.json;
+	// Quantization vLLM's --quantization ("": the checkpoint's);
+	// KVCacheDtype its --kv-cache-dtype ("" or auto, fp8).
 	Model        string
 	Quantization string
+	KVCacheDtype string
 	// Context is the longest sequence (maxModelLen; 0: the native
 	// context), and each of Concurrency streams may hold it at once.
 	Context     int
@@ -26,8 +30,9 @@ type Requirements struct {
 	// TPOT is the slowest acceptable time per output token, seconds.
 	TPOT float64
 	// Prompt is the prompt length the time to first token is given for
-	// (0: a quarter of the context).
-	Prompt int
+	// (0: a quarter of the context); Output the answer's length (0: 256),
+	// which spreads the other streams' prefills over its tokens.
+	Prompt, Output int
 	// Region prices the AKS sizes; Spot ranks by spot prices.
 	Region string
 	Spot   bool
@@ -37,18 +42,24 @@ type Requirements struct {
 // parallelism and replicas on it, how fast they answer and what the
 // nodes cost.
 type Design struct {
-	SKU            string  `json:"sku"`
-	GPU            string  `json:"gpu"`
-	NodeGPUs       int     `json:"nodeGpus"`
-	TensorParallel int     `json:"tensorParallel"`
-	Batch          int     `json:"batch"` // streams per replica at peak
-	Replicas       int     `json:"replicas"`
-	MinNodes       int     `json:"minNodes"`
-	MaxNodes       int     `json:"maxNodes"`
-	TPOTMs         float64 `json:"tpotMs"`
-	TTFTMs         float64 `json:"ttftMs"`
-	TokensPerSec   float64 `json:"tokensPerSecondPerReplica"`
-	TotalTokensSec float64 `json:"tokensPerSecond"`
+	SKU            string `json:"sku"`
+	GPU            string `json:"gpu"`
+	NodeGPUs       int    `json:"nodeGpus"`
+	TensorParallel int    `json:"tensorParallel"`
+	Batch          int    `json:"batch"` // streams per replica at peak
+	Replicas       int    `json:"replicas"`
+	MinNodes       int    `json:"minNodes"`
+	MaxNodes       int    `json:"maxNodes"`
+	// TPOTMs and TTFTMs are the model's figures; the ranges are the
+	// fastest and slowest the held-out oracles of their regimes allow
+	// (Bands), and a design is offered only when the slow end of the
+	// TPOT range meets the target.
+	TPOTMs         float64    `json:"tpotMs"`
+	TPOTRangeMs    [2]float64 `json:"tpotRangeMs"`
+	TTFTMs         float64    `json:"ttftMs"`
+	TTFTRangeMs    [2]float64 `json:"ttftRangeMs"`
+	TokensPerSec   float64    `json:"tokensPerSecondPerReplica"`
+	TotalTokensSec float64    `json:"tokensPerSecond"`
 	// Hourly prices of one node (0: none on record) and the monthly cost
 	// of MaxNodes nodes.
 	HourlyOnDemand  float64 `json:"hourlyOnDemand,omitempty"`
@@ -88,9 +99,9 @@ func (e *NothingFits) Error() string { return e.Msg }
 // after the priced ones, by the GPUs they keep). prices are the node shapes'
 // prices; nil prices rank by GPU count only.
 func Recommend(req Requirements, section catalog.Section, prices pricing.Table) (*Result, error) {
-	entry, ok := models.Known.Lookup(req.Model)
-	if !ok {
-		return nil, fmt.Errorf("model: %q is not in the catalog; one of %s", req.Model, strings.Join(models.Known.Names(), ", "))
+	entry, err := models.Resolve(req.Model)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	ctx := req.Context
 	if ctx == 0 {
@@ -111,18 +122,25 @@ func Recommend(req Requirements, section catalog.Section, prices pricing.Table) 
 	if _, known := fit.Quantizations[quant]; quant != "" && !known {
 		return nil, fmt.Errorf("quantization: must be one of %s, got %q", strings.Join(fit.QuantizationNames(), ", "), quant)
 	}
+	if req.KVCacheDtype != "" && !slices.Contains(fit.KVCacheDtypes, req.KVCacheDtype) {
+		return nil, fmt.Errorf("kv-cache-dtype: must be one of %s, got %q", strings.Join(fit.KVCacheDtypes, ", "), req.KVCacheDtype)
+	}
 	prompt := req.Prompt
 	if prompt == 0 {
 		prompt = max(ctx/4, 1)
+	}
+	if req.Output == 0 {
+		req.Output = 256
 	}
 	res := &Result{Model: entry.Name, Context: ctx}
 	var closest string
 	closestTPOT := math.Inf(1)
 	for _, sku := range section.SKUs() {
-		m := fit.Model{Name: entry.Name, ParametersB: entry.ParametersB, Dtype: fit.DefaultDtype, Quantization: quant,
+		m := fit.Model{Name: entry.Name, ParametersB: entry.ParametersB, Dtype: fit.DefaultDtype, Quantization: quant, KVCacheDtype: req.KVCacheDtype,
 			GPUMemoryUtilization: fit.DefaultUtilization, MaxModelLen: ctx, Shape: entry.Shape}
 		pool := gpupool.NewFacts(gpupool.Spec{Name: sku.Name}, sku, nil)
-		if why := fit.QuantizationMisfit(quant, sku.GPU.Model, sku.GPU.ComputeCapability); why != "" {
+		if why := cmp.Or(fit.QuantizationMisfit(quant, sku.GPU.Model, sku.GPU.ComputeCapability),
+			fit.KVCacheDtypeMisfit(req.KVCacheDtype, sku.GPU.Model, sku.GPU.ComputeCapability)); why != "" {
 			res.Rejected = append(res.Rejected, Rejected{sku.Name, why})
 			continue
 		}
@@ -132,8 +150,8 @@ func Recommend(req Requirements, section catalog.Section, prices pricing.Table) 
 			d, why := design(req, entry, m, pool, sku, tp, ctx, prompt)
 			if d == nil {
 				reason = why
-				if t := NewDeployment(entry, m, sku, tp).TPOT(1, ctx); fit.Sizing(m, pool, tp).KVTokens() >= ctx && t < closestTPOT {
-					closestTPOT, closest = t, fmt.Sprintf("%s at tensorParallel %d: %.1f ms per token", sku.Name, tp, t*1000)
+				if t := slowTPOT(NewDeployment(entry, m, sku, tp), 1, prompt, req.Output); fit.Sizing(m, pool, tp).KVTokens() >= ctx && t < closestTPOT {
+					closestTPOT, closest = t, fmt.Sprintf("%s at tensorParallel %d: %.1f ms per token at the slow end of its band", sku.Name, tp, t*1000)
 				}
 				continue
 			}
@@ -160,7 +178,8 @@ func Recommend(req Requirements, section catalog.Section, prices pricing.Table) 
 
 // design is the cheapest way to serve req at tensor parallelism tp on
 // sku, or why there is none: each replica takes as many streams as its KV
-// cache holds at the full context and its time per token allows.
+// cache holds at the full context and its time per token allows at the
+// slow end of the held-out band.
 func design(req Requirements, entry models.Card, m fit.Model, pool gpupool.Facts, sku catalog.SKU, tp, ctx, prompt int) (*Design, string) {
 	mem := fit.Sizing(m, pool, tp)
 	byMemory := mem.KVTokens() / ctx
@@ -168,26 +187,34 @@ func design(req Requirements, entry models.Card, m fit.Model, pool gpupool.Facts
 		return nil, fmt.Sprintf("tensorParallel %d: one sequence of %d tokens needs %.0f GiB per GPU, %.0f GiB there", tp, ctx, mem.NeedGiB(), mem.BudgetGiB())
 	}
 	d := NewDeployment(entry, m, sku, tp)
-	if t := d.TPOT(1, ctx); t > req.TPOT {
-		return nil, fmt.Sprintf("tensorParallel %d: %.1f ms per token for a single stream, above %g", tp, t*1000, req.TPOT*1000)
+	if t := slowTPOT(d, 1, prompt, req.Output); t > req.TPOT {
+		return nil, fmt.Sprintf("tensorParallel %d: %.1f ms per token for a single stream at the slow end of its band, above %g", tp, t*1000, req.TPOT*1000)
 	}
 	batch := 1
 	for b := 2; b <= min(byMemory, req.Concurrency); b++ {
-		if d.TPOT(b, ctx) > req.TPOT {
+		if slowTPOT(d, b, prompt, req.Output) > req.TPOT {
 			break
 		}
 		batch = b
 	}
 	replicas := ceilDiv(req.Concurrency, batch)
 	perNode := sku.GPUs / tp
-	tpot := d.TPOT(batch, ctx)
-	perReplica := float64(batch) / tpot // TokensPerSecond
+	l := d.Under(batch, prompt, req.Output)
+	tpot, ttft := Bands[DecodeRegime(batch)], Bands[Prefill]
 	return &Design{
 		SKU: sku.Name, GPU: sku.GPU.Model, NodeGPUs: sku.GPUs, TensorParallel: tp, Batch: batch, Replicas: replicas,
 		MinNodes: 1, MaxNodes: ceilDiv(replicas, perNode),
-		TPOTMs: round1(tpot * 1000), TTFTMs: round1(d.TTFT(prompt) * 1000),
-		TokensPerSec: round1(perReplica), TotalTokensSec: round1(perReplica * float64(replicas)),
+		TPOTMs: round1(l.ITL * 1000), TPOTRangeMs: tpot.Range(l.ITL * 1000),
+		TTFTMs: round1(l.TTFT * 1000), TTFTRangeMs: ttft.Range(l.TTFT * 1000),
+		TokensPerSec: round1(l.TokensPerSecond), TotalTokensSec: round1(l.TokensPerSecond * float64(replicas)),
 	}, ""
+}
+
+// slowTPOT is the time per output token of batch streams at the slow end
+// of the held-out band of their regime: what the planner holds to the
+// target.
+func slowTPOT(d Deployment, batch, prompt, output int) float64 {
+	return d.Under(batch, prompt, output).ITL * Bands[DecodeRegime(batch)].Pessimistic
 }
 
 // price adds a design's node prices and monthly costs, and says in words

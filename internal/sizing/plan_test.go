@@ -2,6 +2,7 @@ package sizing
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,7 +68,8 @@ func TestPlanErrors(t *testing.T) {
 		req  Requirements
 		want string
 	}{
-		{Requirements{Model: "llama-4", Concurrency: 1, TPOT: 0.05}, `model: "llama-4" is not in the catalog`},
+		{Requirements{Model: "llama-4", Concurrency: 1, TPOT: 0.05}, `model: "llama-4" is neither a catalog model (dbrx, `},
+		{Requirements{Model: "llama-3.1-8b", Concurrency: 1, TPOT: 0.05, KVCacheDtype: "int8"}, "kv-cache-dtype: must be one of auto, fp8"},
 		{Requirements{Model: "llama-3.1-8b", Context: 200000, Concurrency: 1, TPOT: 0.05}, "context: must be between 1 and llama-3.1-8b's native 131072 tokens"},
 		{Requirements{Model: "llama-3.1-8b", Concurrency: 0, TPOT: 0.05}, "concurrency: must be >= 1"},
 		{Requirements{Model: "llama-3.1-8b", Concurrency: 1}, "tpot: must be > 0"},
@@ -86,4 +88,72 @@ func mustEntry(t *testing.T, name string) models.Card {
 		t.Fatalf("no %s", name)
 	}
 	return m
+}
+
+// The planner holds the slow end of each design's band to the target: a
+// design whose model figure meets the target but whose band's slow end
+// does not is not offered, and every design offered carries its band.
+func TestPlanPicksAtThePessimisticEnd(t *testing.T) {
+	t.Parallel()
+	base := Requirements{Model: "llama-3.1-8b", Context: 8192, Concurrency: 1, TPOT: 1, Region: "westeurope"}
+	res, err := Recommend(base, aks.Sizes, aks.Prices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h100 *Design
+	for i, d := range res.Designs {
+		if d.TPOTRangeMs[0] > d.TPOTMs || d.TPOTRangeMs[1] < d.TPOTMs || d.TTFTRangeMs[1] < d.TTFTMs {
+			t.Errorf("%s: TPOT %.1f in %v, TTFT %.1f in %v", d.SKU, d.TPOTMs, d.TPOTRangeMs, d.TTFTMs, d.TTFTRangeMs)
+		}
+		if d.SKU == "Standard_NC40ads_H100_v5" {
+			h100 = &res.Designs[i]
+		}
+	}
+	if h100 == nil || h100.TPOTRangeMs[1] <= h100.TPOTMs {
+		t.Fatalf("no H100 NVL design with a band: %+v", h100)
+	}
+	// a target between the model's figure and the band's slow end
+	req := base
+	req.TPOT = (h100.TPOTMs + h100.TPOTRangeMs[1]) / 2 / 1000
+	res, err = Recommend(req, aks.Sizes, aks.Prices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range res.Designs {
+		if d.SKU == h100.SKU && d.TensorParallel == 1 {
+			t.Errorf("offered at %.1f ms (band %v) for a %.2f ms target", d.TPOTMs, d.TPOTRangeMs, req.TPOT*1000)
+		}
+		if d.TPOTRangeMs[1] > req.TPOT*1000+0.1 {
+			t.Errorf("%s: band %v above the target %.2f", d.SKU, d.TPOTRangeMs, req.TPOT*1000)
+		}
+	}
+}
+
+// A model outside the catalog is planned from its config.json, and an fp8
+// KV cache rules out the GPUs vLLM refuses it on, saying why.
+func TestPlanFromAConfigAndAnFP8KVCache(t *testing.T) {
+	t.Parallel()
+	req := Requirements{Model: filepath.Join("..", "models", "testdata", "mixtral-8x7b", "config.json"), Context: 8192, Concurrency: 8,
+		TPOT: 0.05, Region: "eastus", KVCacheDtype: "fp8"}
+	res, err := Recommend(req, aks.Sizes, aks.Prices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Model != "mixtral-8x7b" || len(res.Designs) == 0 {
+		t.Fatalf("%+v", res)
+	}
+	for _, d := range res.Designs {
+		if !strings.Contains(d.GPU, "H100") && !strings.Contains(d.GPU, "H200") {
+			t.Errorf("fp8 KV on %s", d.GPU)
+		}
+	}
+	found := false
+	for _, r := range res.Rejected {
+		if r.SKU == "Standard_NC96ads_A100_v4" {
+			found = strings.Contains(r.Reason, "an fp8 KV cache needs compute capability 9.0")
+		}
+	}
+	if !found {
+		t.Errorf("the A100 sizes are not rejected for the fp8 KV cache: %+v", res.Rejected)
+	}
 }
