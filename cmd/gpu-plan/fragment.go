@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/natron/gpu-node-pools/components/serving"
@@ -25,15 +27,22 @@ const poolName = "serve"
 // weights store, to adjust. The model stays up (minReplicas 1), so its
 // pool keeps the nodes of one replica.
 func fragment(res *sizing.Result, d sizing.Design, facts target.Planning, req sizing.Requirements, price pricing.Spec) (map[string]any, error) {
-	entry, _ := models.Known.Lookup(res.Model)
+	entry := res.Card
 	one := 1
 	model := serving.ModelSpec{
-		Name: modelName(res.Model), Pool: poolName, Source: serving.Scheme(facts.WeightsStore) + "models/" + entry.HuggingFace,
+		Name: modelName(res.Model), Pool: poolName, Source: serving.Scheme(facts.WeightsStore) + "models/" + cmp.Or(entry.HuggingFace, res.Model),
 		CatalogModel: res.Model, TensorParallel: d.TensorParallel, MaxModelLen: res.Context,
 		Concurrency: d.Batch, MinReplicas: &one, MaxReplicas: d.Replicas,
 	}
+	if _, known := models.Known.Lookup(res.Model); !known { // sized from its config.json: the stack gets its size and shape
+		shape := entry.Shape
+		model.CatalogModel, model.ParametersB, model.Shape = "", math.Round(entry.ParametersB*100)/100, &shape
+	}
 	if req.Quantization != entry.Quantization {
 		model.Quantization = req.Quantization
+	}
+	if req.KVCacheDtype == "fp8" {
+		model.KVCacheDtype = req.KVCacheDtype
 	}
 	pool := gpupool.Spec{Name: poolName, SKU: d.SKU, MinNodes: d.MinNodes, MaxNodes: d.MaxNodes, Spot: req.Spot && facts.Spot}
 	blocks := map[string]any{"pools": []gpupool.Spec{pool}, "models": []serving.ModelSpec{model}, "storage": serving.Storage{Kind: facts.WeightsStore}}

@@ -6,6 +6,7 @@
 //	    --target aks --region eastus [--spot] [--quantization fp8] [--format table|yaml|json]
 //	gpu-plan eval --model llama-3.1-70b --sku Standard_ND96isr_H100_v5 --tp 4 --concurrency 16 \
 //	    --prompt 2048 --output 256 [--quantization fp8] [--kv-cache-dtype fp8] --format json
+//	gpu-plan oracles [--all]   # what the throughput model is fitted on and judged by
 //	gpu-plan prices --target aks --shared ../shared > stacks/target/aks/prices.json  # the sourced data
 //	gpu-plan prices --target aks > prices.json                                   # the live Azure Retail Prices API
 //
@@ -51,6 +52,9 @@ func run(args []string, out io.Writer, client *http.Client) error {
 	}
 	if len(args) > 0 && args[0] == "eval" {
 		return evaluate(args[1:], out)
+	}
+	if len(args) > 0 && args[0] == "oracles" {
+		return oracles(args[1:], out)
 	}
 	fs := flag.NewFlagSet("gpu-plan", flag.ContinueOnError)
 	var req sizing.Requirements
@@ -151,13 +155,17 @@ func targetPrices(name, region string, profiles priceFlags) (target.Target, pric
 }
 
 func printDesigns(out io.Writer, res *sizing.Result) {
-	fmt.Fprintf(out, "%s at %d tokens of context: %d designs, cheapest first\n\n", res.Model, res.Context, len(res.Designs))
+	fmt.Fprintf(out, "%s at %d tokens of context: %d designs, cheapest first\n", res.Model, res.Context, len(res.Designs))
+	fmt.Fprintln(out, "Each is offered only if the slow end of its TPOT range meets the target: the ranges are the model's")
+	fmt.Fprintln(out, "worst errors on held-out published measurements of the same regime (docs/sizing.md).")
+	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "SKU\tTP\tSTREAMS/REPLICA\tREPLICAS\tNODES\tTPOT ms\tTTFT ms\tTOK/S/REPLICA\tTOK/S\tON-DEMAND/MONTH\tSPOT/MONTH")
+	fmt.Fprintln(w, "SKU\tTP\tSTREAMS/REPLICA\tREPLICAS\tNODES\tTPOT ms (RANGE)\tTTFT ms (RANGE)\tTOK/S/REPLICA\tTOK/S\tON-DEMAND/MONTH\tSPOT/MONTH")
 	var missing []string
 	for _, d := range res.Designs {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d-%d\t%.1f\t%.0f\t%.0f\t%.0f\t%s\t%s\n", d.SKU, d.TensorParallel, d.Batch, d.Replicas,
-			d.MinNodes, d.MaxNodes, d.TPOTMs, d.TTFTMs, d.TokensPerSec, d.TotalTokensSec, money(d.MonthlyOnDemand, "no price"), money(d.MonthlySpot, "no spot price"))
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d-%d\t%.1f (%.1f-%.1f)\t%.0f (%.0f-%.0f)\t%.0f\t%.0f\t%s\t%s\n", d.SKU, d.TensorParallel, d.Batch, d.Replicas,
+			d.MinNodes, d.MaxNodes, d.TPOTMs, d.TPOTRangeMs[0], d.TPOTRangeMs[1], d.TTFTMs, d.TTFTRangeMs[0], d.TTFTRangeMs[1],
+			d.TokensPerSec, d.TotalTokensSec, money(d.MonthlyOnDemand, "no price"), money(d.MonthlySpot, "no spot price"))
 		if d.MissingPrice != "" && !slices.Contains(missing, d.MissingPrice) {
 			missing = append(missing, d.MissingPrice)
 		}

@@ -37,6 +37,8 @@ func TestPlannedYAMLLoads(t *testing.T) {
 		"--model deepseek-r1-distill-llama-70b --context 8192 --concurrency 8 --tpot-ms 50 --region eastus",
 		"--model qwen3-32b --context 16384 --concurrency 12 --tpot-ms 50 --target natron --price h100-80gb-x8=20 --price a100-80gb-x8=11",
 		"--model llama-3.1-405b --context 8192 --concurrency 4 --tpot-ms 80 --quantization fp8 --target natron",
+		// a model outside the catalog, by its config.json (testdata/acme-moe: Mixtral's), with an fp8 KV cache
+		"--model testdata/acme-moe --context 8192 --concurrency 8 --tpot-ms 60 --region eastus --kv-cache-dtype fp8",
 	} {
 		t.Run(args, func(t *testing.T) {
 			t.Parallel()

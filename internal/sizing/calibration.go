@@ -65,13 +65,15 @@ var Calibrated = Calibration{
 func LinkKey(l catalog.Link) string { return fmt.Sprintf("%s %d", l.Kind, l.GBps) }
 
 // allReduceLatency is a link's latency per doubling: its own, else (PCIe,
-// which no oracle covers) twice the slower NVLink's: PCIe's small-message
-// latency is the higher in NCCL's tests, by how much is not measured here.
+// which no oracle covers) the slower NVLink's. The fitted figure is
+// mostly the engine's cost per all-reduce (kernels, synchronisation),
+// which the link does not change; what PCIe changes is the bandwidth
+// term, which allReduce takes from the link.
 func (c Calibration) allReduceLatency(l catalog.Link) float64 {
 	if v, ok := c.AllReduceSeconds[LinkKey(l)]; ok {
 		return v
 	}
-	return 2 * c.AllReduceSeconds[LinkKey(catalog.NVLink3)]
+	return c.AllReduceSeconds[LinkKey(catalog.NVLink3)]
 }
 
 // Of is the efficiency of a GPU, and whether an oracle covers it.

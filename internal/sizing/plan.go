@@ -82,7 +82,9 @@ type Rejected struct {
 // Result is every feasible design, cheapest first, and every rejected
 // shape.
 type Result struct {
-	Model    string     `json:"model"`
+	Model string `json:"model"`
+	// Card is the model as sized: the catalog's, or its config.json's.
+	Card     models.Card `json:"-"`
 	Context  int        `json:"context"`
 	Designs  []Design   `json:"designs"`
 	Rejected []Rejected `json:"rejected"`
@@ -132,7 +134,7 @@ func Recommend(req Requirements, section catalog.Section, prices pricing.Table) 
 	if req.Output == 0 {
 		req.Output = 256
 	}
-	res := &Result{Model: entry.Name, Context: ctx}
+	res := &Result{Model: entry.Name, Card: entry, Context: ctx}
 	var closest string
 	closestTPOT := math.Inf(1)
 	for _, sku := range section.SKUs() {
