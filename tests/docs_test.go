@@ -100,9 +100,9 @@ func TestREADMEModelCatalog(t *testing.T) {
 }
 
 // The commands of docs/sizing.md run as written, from the project
-// root; a command marked as needing internet access (the price refresh)
-// is the one exception, and is checked to be marked. The worked example's
-// table is what the planner prints.
+// root (the rebuilt price table diffs clean against prices.json); a
+// command marked as needing internet access (the price refresh) is the
+// one exception, and is checked to be marked.
 func TestREADMESizingCommands(t *testing.T) {
 	t.Parallel()
 	section := docSection(t, "docs/sizing.md", "Sizing and cost")
@@ -116,19 +116,12 @@ func TestREADMESizingCommands(t *testing.T) {
 			}
 			cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+line)
 			cmd.Dir = pulumitest.RepoRoot()
-			out, err := cmd.CombinedOutput()
-			if err != nil {
+			cmd.Env = append(os.Environ(), pulumitest.SharedEnv+"="+pulumitest.SharedDir(t))
+			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Errorf("%s: %v\n%s", line, err, out)
 				continue
 			}
 			ran++
-			if !strings.Contains(line, "--format yaml") {
-				for _, row := range strings.Split(strings.TrimSpace(section[strings.Index(section, "SKU                        TP"):]), "\n")[1:5] {
-					if !strings.Contains(string(out), row) {
-						t.Errorf("docs/sizing.md's example row %q is not what %s prints:\n%s", row, line, out)
-					}
-				}
-			}
 		}
 	}
 	if ran < 2 || marked != 1 {
@@ -223,5 +216,50 @@ func TestRenderDirectoriesAreIgnored(t *testing.T) {
 		if err := cmd.Run(); err != nil {
 			t.Errorf("git does not ignore the render directory %s (.gitignore): %v", d, err)
 		}
+	}
+}
+
+// The README's "Sizing and cost" is what the tools print: its commands run
+// as written from the project root, the worked example's rows (the table
+// under a command, "..." skipping) are lines of that command's output, and
+// the accuracy summary is gpu-plan oracles' output, verbatim.
+func TestREADMESizingAndCost(t *testing.T) {
+	t.Parallel()
+	section := readmeSection(t, "Sizing and cost")
+	chunks := strings.Split(section, "```sh\n")[1:]
+	if len(chunks) < 2 {
+		t.Fatalf("%d commands in the section", len(chunks))
+	}
+	for _, chunk := range chunks {
+		code, rest, _ := strings.Cut(chunk, "```")
+		line := strings.TrimSpace(code)
+		cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+line)
+		cmd.Dir = pulumitest.RepoRoot()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", line, err, out)
+			continue
+		}
+		// the plain block right after the command, if any: rows of its output
+		if after := strings.TrimLeft(rest, "\n"); strings.HasPrefix(after, "```\n") {
+			table, _, _ := strings.Cut(strings.TrimPrefix(after, "```\n"), "```")
+			for _, row := range strings.Split(strings.TrimSpace(table), "\n") {
+				if row != "..." && !strings.Contains(string(out), row) {
+					t.Errorf("the README's row %q is not what %s prints:\n%s", row, line, out)
+				}
+			}
+		}
+		if strings.Contains(line, " eval ") && !strings.Contains(string(out), `"outputTokensPerSecondPerGPU"`) {
+			t.Errorf("%s printed no JSON fields:\n%s", line, out)
+		}
+	}
+	cmd := exec.Command("go", "run", "./cmd/gpu-plan", "oracles")
+	cmd.Dir = pulumitest.RepoRoot()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gpu-plan oracles: %v\n%s", err, out)
+	}
+	if !strings.Contains(section, strings.TrimSpace(string(out))) {
+		t.Errorf("the README's accuracy summary is not gpu-plan oracles' output:\n%s", out)
 	}
 }

@@ -1,17 +1,18 @@
 package main
 
 import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/sizing"
-	"github.com/natron/gpu-node-pools/stacks/target/registry"
+	"github.com/natron/gpu-node-pools/stacks/plan"
 )
 
 // evaluate is gpu-plan eval: one fixed design's predicted speed and fit,
@@ -70,14 +71,11 @@ func nodeShape(sku, profile string) (catalog.SKU, error) {
 	case sku == "":
 		return catalog.SKU{}, fmt.Errorf("--sku or --profile: required: the node shape to evaluate")
 	}
-	var known []string
-	for _, t := range registry.All() {
-		if s, err := t.Catalog().SKU(nil, name); err == nil {
-			return s, nil
-		}
-		known = append(known, t.Catalog().Names()...)
+	s, err := plan.NodeShape(field.NewPath(flagName), name)
+	if err != nil {
+		return catalog.SKU{}, err
 	}
-	return catalog.SKU{}, fmt.Errorf("%s: %q is no target's node shape; known: %s", flagName, name, strings.Join(known, ", "))
+	return s, nil
 }
 
 func printEvaluation(out io.Writer, e *sizing.Evaluation) {

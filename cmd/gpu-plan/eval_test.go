@@ -65,7 +65,7 @@ func TestEvalRefuses(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
 		{"--model llama-3.1-8b --sku Standard_NC24ads_A100_v4 --kv-cache-dtype fp8", "an fp8 KV cache needs compute capability 9.0"},
 		{"--model llama-3.1-8b --sku Standard_NC24ads_A100_v4 --profile h100-80gb-x8", "--sku and --profile: give one node shape, got both"},
-		{"--model llama-3.1-8b --sku Standard_XYZ", `--sku: "Standard_XYZ" is no target's node shape; known: Standard_NC12s_v3`},
+		{"--model llama-3.1-8b --sku Standard_XYZ", `--sku: Invalid value: "Standard_XYZ": is no target's node shape; known: Standard_NC12s_v3`},
 		{"--model llama-3.1-8b", "--sku or --profile: required"},
 		{"--model llama-3.1-8b --profile h100-80gb-x8 --tp 3", "--tp: must divide the 8 GPUs of one h100-80gb-x8 node, got 3"},
 		{"--model qwen2.5-7b --profile h100-80gb-x8 --tp 8", "--tp: vLLM refuses 8: the model's 28 attention heads do not divide by 8"},

@@ -89,16 +89,7 @@ func VLLMValues(e Engine) map[string]any {
 		// which would switch off a vLLM default
 		"enablePrefixCaching": true,
 	}
-	// Clients ask for the model by its config name, not the path of its
-	// weights; the chart has no key of its own for either flag.
-	extra := []any{"--served-model-name", e.Name}
-	if e.Quantization != "" {
-		extra = append(extra, "--quantization", kernel(e.Quantization, e.Pool.ComputeCapability))
-	}
-	if e.KVCacheDtype == "fp8" {
-		extra = append(extra, "--kv-cache-dtype", "fp8")
-	}
-	vllm["extraArgs"] = extra
+	vllm["extraArgs"] = extraArgs(e)
 	scratch, scratchMounts := engineScratch()
 	model := map[string]any{
 		"name":              e.Name,
@@ -210,4 +201,18 @@ func kernel(method string, capability int) string {
 		return method + "_marlin"
 	}
 	return method
+}
+
+// extraArgs are the engine flags the chart has no key for: the name
+// clients ask for the model by (its config name, not the path of its
+// weights), the quantization kernel and an fp8 KV cache.
+func extraArgs(e Engine) []any {
+	extra := []any{"--served-model-name", e.Name}
+	if e.Quantization != "" {
+		extra = append(extra, "--quantization", kernel(e.Quantization, e.Pool.ComputeCapability))
+	}
+	if e.KVCacheDtype == "fp8" {
+		extra = append(extra, "--kv-cache-dtype", "fp8")
+	}
+	return extra
 }

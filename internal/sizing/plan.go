@@ -85,9 +85,9 @@ type Result struct {
 	Model string `json:"model"`
 	// Card is the model as sized: the catalog's, or its config.json's.
 	Card     models.Card `json:"-"`
-	Context  int        `json:"context"`
-	Designs  []Design   `json:"designs"`
-	Rejected []Rejected `json:"rejected"`
+	Context  int         `json:"context"`
+	Designs  []Design    `json:"designs"`
+	Rejected []Rejected  `json:"rejected"`
 }
 
 // NothingFits is the error when no design meets the requirements: the

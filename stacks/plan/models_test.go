@@ -36,7 +36,7 @@ func TestModelsFromTheCatalog(t *testing.T) {
 			"gpu-node-pools:models[0]: the KV cache of llama3-8b is estimated from llama-3.1-8b, the catalog model nearest its 8B parameters; name the model (gpu-node-pools:models[0].model: one of [",
 			nil, 1, 8192},
 		{"unknown catalog model", func(c map[string]any) { minimal(c); stacktest.Model(c)["model"] = "llama-4" }, "",
-			[]string{`gpu-node-pools:models[0].model: must be one of deepseek-r1-distill-llama-70b, deepseek-v3, gemma-2-27b`}, 0, 0},
+			[]string{`gpu-node-pools:models[0].model: must be one of dbrx, deepseek-r1-distill-llama-70b, deepseek-v3, gemma-2-27b`}, 0, 0},
 		{"catalog model and a size", func(c map[string]any) { minimal(c); stacktest.Model(c)["parametersB"] = 8 }, "",
 			[]string{`gpu-node-pools:models[0].parametersB: the catalog model llama-3.1-8b gives it: leave it out, or drop model, got 8`}, 0, 0},
 		{"by size without a context", func(c map[string]any) { delete(stacktest.Model(c), "maxModelLen") }, "",

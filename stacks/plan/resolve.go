@@ -18,6 +18,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/policy"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/fielderr"
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
@@ -515,4 +516,18 @@ func (r *resolver) checkTwoClusters(t target.Target, g gitops.Spec) {
 	r.add(fielderr.Invalid(p.Child("managementCluster"), g.ManagementCluster,
 		"must differ from workloadCluster (%s): on target %s the pools' Cluster API objects go to the management cluster and the GPU stack to the workload cluster; set the one %s does not run in (%s)",
 		where, t.Name(), g.Tool, names))
+}
+
+// NodeShape is the node shape any target's catalog names so (an AKS VM
+// size or a bare-metal profile): what gpu-plan eval evaluates. The problem
+// lists every known shape.
+func NodeShape(p *field.Path, name string) (catalog.SKU, *field.Error) {
+	var known []string
+	for _, t := range registry.All() {
+		if s, err := t.Catalog().SKU(p, name); err == nil {
+			return s, nil
+		}
+		known = append(known, t.Catalog().Names()...)
+	}
+	return catalog.SKU{}, fielderr.Invalid(p, name, "is no target's node shape; known: %s", strings.Join(known, ", "))
 }
