@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
@@ -39,7 +40,7 @@ func oracles(args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		setup := fmt.Sprintf("%s %s on %s, TP %d, %d × %d in / %d out, %s", o.Model, cmpOr(o.Quantization, "bf16"), o.GPU, o.TensorParallel, o.Concurrency, o.Input, o.Output, o.Engine)
+		setup := fmt.Sprintf("%s %s on %s, TP %d, %d × %d in / %d out, %s", o.Model, cmp.Or(o.Quantization, "bf16"), o.GPU, o.TensorParallel, o.Concurrency, o.Input, o.Output, o.Engine)
 		fmt.Fprintf(out, "| %s | %s | %s | %s | %.4g | %.4g | %s (%s) |\n", o.ID, o.Set, setup, o.Metric, o.Measured, p, o.Source, o.Date)
 	}
 	return nil
@@ -60,7 +61,7 @@ func coverage() string {
 			fit++
 		}
 		minC, maxC = min(minC, o.Concurrency), max(maxC, o.Concurrency)
-		precisions[cmpOr(o.Quantization, "bf16")] = true
+		precisions[cmp.Or(o.Quantization, "bf16")] = true
 	}
 	slices.Sort(tps)
 	var tp []string
@@ -82,11 +83,4 @@ func appendNew(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

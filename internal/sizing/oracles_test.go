@@ -1,6 +1,7 @@
 package sizing
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -50,7 +51,7 @@ func TestOracleTable(t *testing.T) {
 		}
 		covered["gpu "+strings.SplitN(o.GPU, "-", 2)[0]] = true
 		covered[fmt.Sprintf("tp %d", o.TensorParallel)] = true
-		covered["precision "+cmpOr(o.Quantization, "bf16")] = true
+		covered["precision "+cmp.Or(o.Quantization, "bf16")] = true
 		if o.Concurrency >= 64 {
 			covered["batch >= 64"] = true
 		}
@@ -70,13 +71,6 @@ func TestOracleTable(t *testing.T) {
 			t.Errorf("no oracle covers %s", want)
 		}
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // The held-out oracles, which the calibration never saw: each within its
