@@ -157,3 +157,42 @@ func TestPlanFromAConfigAndAnFP8KVCache(t *testing.T) {
 		t.Errorf("the A100 sizes are not rejected for the fp8 KV cache: %+v", res.Rejected)
 	}
 }
+
+// A plan in each of the four regions ranks by cost, on-demand and on
+// spot: every priced design before every unpriced one, cheapest first,
+// and each missing figure named in words with the table's date.
+func TestPlanInEveryRegion(t *testing.T) {
+	t.Parallel()
+	for _, region := range aks.DefaultPriceRegions {
+		for _, spot := range []bool{false, true} {
+			req := Requirements{Model: "llama-3.1-70b", Context: 8192, Concurrency: 32, TPOT: 0.05, Region: region, Spot: spot}
+			res, err := Recommend(req, aks.Sizes, aks.Prices)
+			if err != nil {
+				t.Fatalf("%s: %v", region, err)
+			}
+			priced := 0
+			for i, d := range res.Designs {
+				cost := d.MonthlyOnDemand
+				if spot && d.MonthlySpot > 0 {
+					cost = d.MonthlySpot
+				}
+				if cost > 0 {
+					priced++
+				}
+				if i > 0 && less(d, res.Designs[i-1], spot) {
+					t.Errorf("%s spot=%v: %s ranks after a dearer %s", region, spot, d.SKU, res.Designs[i-1].SKU)
+				}
+				wantWords := d.MonthlyOnDemand <= 0 || (spot && d.MonthlySpot <= 0)
+				if wantWords != (d.MissingPrice != "") || (wantWords && !strings.Contains(d.MissingPrice, " in "+region+" in the table dated 2026-08-22")) {
+					t.Errorf("%s spot=%v: %s says %q (on-demand %v, spot %v)", region, spot, d.SKU, d.MissingPrice, d.MonthlyOnDemand, d.MonthlySpot)
+				}
+			}
+			if priced == 0 {
+				t.Errorf("%s spot=%v: nothing priced", region, spot)
+			}
+			if spot && region == "germanywestcentral" && !strings.HasPrefix(res.Designs[0].MissingPrice, "no spot price for") {
+				t.Errorf("germanywestcentral has no spot price in the table, yet: %+v", res.Designs[0])
+			}
+		}
+	}
+}
