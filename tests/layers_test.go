@@ -22,7 +22,7 @@ func layer(pkg string) (rank int, group string) {
 	switch {
 	case strings.HasPrefix(pkg, "internal/testkit"), pkg == "tests":
 		return 100, "test"
-	case strings.HasPrefix(pkg, "internal/"), pkg == "stacks/stackfile":
+	case strings.HasPrefix(pkg, "internal/"), pkg == "stacks/stackfile", pkg == "stacks/fleet":
 		return 0, "library"
 	case strings.HasPrefix(pkg, "components/"):
 		return 1, "component"

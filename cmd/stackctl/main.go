@@ -61,8 +61,10 @@ func run(args []string, dir string, stdin io.Reader, stdout, stderr io.Writer) i
 		err = addModel(args[1:], dir, stdin, stdout)
 	case "destroy":
 		err = destroyStack(args[1:], dir, stdin, stdout)
+	case "fleet":
+		err = fleetCmd(args[1:], dir, stdin, stdout)
 	default:
-		err = fmt.Errorf("unknown command %q: new, check, render, cost, stacks, gitops, add-model or destroy", args[0])
+		err = fmt.Errorf("unknown command %q: new, check, render, cost, stacks, gitops, add-model, destroy or fleet", args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -169,6 +169,11 @@ func componentBlocks() []Block {
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
 			return c.GitOps.Validate(p, c.RenderDir != "")
 		},
+	}, Block{
+		Key: "fleet", Secret: never, field: func(c *Config) any { return &c.Fleet },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			return c.Fleet.Validate(p)
+		},
 	}}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/pricing"
+	"github.com/natron/gpu-node-pools/stacks/fleet"
 	"github.com/natron/gpu-node-pools/stacks/target"
 )
 
@@ -84,6 +85,10 @@ type Config struct {
 	// only with renderDir, and left empty the program sets up no sync
 	// (docs/rendering.md).
 	GitOps gitops.Spec
+	// Fleet is the stack's place in the provider's fleet: the rollout wave
+	// it goes out in (docs/automation.md, "Fleets on GitHub Actions"). The
+	// program itself does not read it; stackctl fleet does.
+	Fleet fleet.Spec
 }
 
 // Key is the full path of a top-level key, gpu-node-pools:<k>.

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/natron/gpu-node-pools/stacks/config"
+	"github.com/natron/gpu-node-pools/stacks/fleet"
+	"github.com/natron/gpu-node-pools/stacks/stackfile"
+)
+
+// fleetCmd is stackctl fleet: the fleet's CI plan. Only matrix exists so
+// far.
+func fleetCmd(args []string, dir string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "matrix" {
+		return fmt.Errorf("fleet: want a command: matrix")
+	}
+	return fleetMatrix(args[1:], dir, stdin, stdout)
+}
+
+// fleetMatrix prints the GitHub Actions matrix of the fleet's stacks (the
+// stack files): for a preview, the stacks a change touches (--changed:
+// the changed paths, one per line, "-" for standard input) in shards of at
+// most --shard-size; for an up, every stack in its wave, each wave in
+// shards.
+func fleetMatrix(args []string, dir string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("fleet matrix", flag.ContinueOnError)
+	op := fs.String("op", "preview", "preview (the stacks a change touches) or up (every stack, in waves)")
+	size := fs.Int("shard-size", 10, "stacks per CI job")
+	changed := fs.String("changed", "", `file of the changed paths, one per line ("-": standard input); without it, every stack`)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	members, err := fleetMembers(dir)
+	if err != nil {
+		return err
+	}
+	if err := fleet.Validate(len(members), *size); err != nil {
+		return err
+	}
+	var out any
+	switch *op {
+	case "preview":
+		stacks := make([]string, len(members))
+		for i, m := range members {
+			stacks[i] = m.Stack
+		}
+		if *changed != "" {
+			paths, err := readLines(*changed, stdin)
+			if err != nil {
+				return fmt.Errorf("--changed: %w", err)
+			}
+			stacks = fleet.Affected(paths, stacks)
+		}
+		out = fleet.Wave{Count: len(stacks), Matrix: fleet.Shards(stacks, *size)}
+	case "up":
+		out = fleet.InWaves(members, *size)
+	default:
+		return fmt.Errorf("--op: must be preview or up, got %q", *op)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, string(b))
+	return nil
+}
+
+// fleetMembers are the stack files' stacks with their waves; every stack
+// whose fleet block is wrong is named, at once.
+func fleetMembers(dir string) ([]fleet.Member, error) {
+	var out []fleet.Member
+	var problems []string
+	for _, s := range stackfile.Stacks(dir) {
+		f, err := stackfile.Read(dir, s, "secret")
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		var spec fleet.Spec
+		if raw := f.Raw[config.Key("fleet")]; raw != "" {
+			dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&spec); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: %s: %v", s, config.Key("fleet"), err))
+				continue
+			}
+		}
+		for _, e := range spec.Validate(field.NewPath(config.Key("fleet"))) {
+			problems = append(problems, s+": "+e.Error())
+		}
+		out = append(out, fleet.Member{Stack: s, Wave: spec.WaveOf()})
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(problems, "\n"))
+	}
+	return out, nil
+}
+
+func readLines(name string, stdin io.Reader) ([]string, error) {
+	var b []byte
+	var err error
+	if name == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(string(b), "\n"), nil
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/stacks/fleet"
+)
+
+// fleetDir is a project with the repository's Pulumi.yaml and a stack file
+// per name, each with the fleet block given ("" for none).
+func fleetDir(t *testing.T, stacks map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(pulumitest.RepoRoot(), "Pulumi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Pulumi.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, block := range stacks {
+		file := "config:\n  gpu-node-pools:target: natron\n" + block
+		if err := os.WriteFile(filepath.Join(dir, "Pulumi."+name+".yaml"), []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// stackctl fleet matrix: an up goes out in waves, by the stack files'
+// fleet.wave (the last wave without one), sharded; a preview of a change
+// to two stack files is those two, of a code change every stack.
+func TestFleetMatrix(t *testing.T) {
+	t.Parallel()
+	dir := fleetDir(t, map[string]string{
+		"a1": "  gpu-node-pools:fleet:\n    wave: canary\n",
+		"b2": "  gpu-node-pools:fleet:\n    wave: \"1\"\n",
+		"c3": "",
+		"d4": "  gpu-node-pools:fleet:\n    wave: \"1\"\n",
+		"e5": "",
+	})
+	var out, errs bytes.Buffer
+	if code := run([]string{"fleet", "matrix", "-op", "up", "-shard-size", "1"}, dir, nil, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	var waves map[string]fleet.Wave
+	if err := json.Unmarshal(out.Bytes(), &waves); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	got := map[string][]string{}
+	for w, v := range waves {
+		for _, s := range v.Matrix.Include {
+			got[w] = append(got[w], s.Stacks)
+		}
+	}
+	want := map[string][]string{"canary": {"a1"}, "1": {"b2", "d4"}, "3": {"c3", "e5"}}
+	if len(got) != len(want) || strings.Join(got["1"], ",") != "b2,d4" || strings.Join(got["3"], ",") != "c3,e5" || got["canary"][0] != "a1" || waves["2"].Count != 0 {
+		t.Errorf("waves %v, want %v", got, want)
+	}
+	for _, tc := range []struct{ changed, want string }{
+		{"Pulumi.b2.yaml\nPulumi.e5.yaml\n", "b2 e5"},
+		{"Pulumi.b2.yaml\ncomponents/serving/values.go\n", "a1 b2 c3 d4 e5"},
+	} {
+		out.Reset()
+		if code := run([]string{"fleet", "matrix", "-changed", "-"}, dir, strings.NewReader(tc.changed), &out, &errs); code != 0 {
+			t.Fatalf("exit %d: %s", code, errs.String())
+		}
+		var w fleet.Wave
+		if err := json.Unmarshal(out.Bytes(), &w); err != nil || w.Count != len(strings.Fields(tc.want)) || w.Matrix.Include[0].Stacks != tc.want {
+			t.Errorf("%q: %s (%v)", tc.changed, out.String(), err)
+		}
+	}
+}
+
+// A stack file whose fleet block is wrong is named with the key and what
+// it may be, every such stack at once, and nothing is printed.
+func TestFleetMatrixRefuses(t *testing.T) {
+	t.Parallel()
+	dir := fleetDir(t, map[string]string{
+		"a1": "  gpu-node-pools:fleet:\n    wave: \"7\"\n",
+		"b2": "  gpu-node-pools:fleet:\n    waves: canary\n",
+		"c3": "",
+	})
+	var out, errs bytes.Buffer
+	if code := run([]string{"fleet", "matrix", "-op", "up"}, dir, nil, &out, &errs); code != 1 || out.Len() != 0 ||
+		!strings.Contains(errs.String(), `a1: gpu-node-pools:fleet.wave: Unsupported value: "7": must be one of canary, 1, 2, 3`) ||
+		!strings.Contains(errs.String(), `b2: gpu-node-pools:fleet: json: unknown field "waves"`) {
+		t.Errorf("exit %d, out %q, err:\n%s", code, out.String(), errs.String())
+	}
+	errs.Reset()
+	if code := run([]string{"fleet", "matrix", "-op", "rollout"}, fleetDir(t, map[string]string{"a": ""}), nil, &out, &errs); code != 1 || !strings.Contains(errs.String(), "--op: must be preview or up") {
+		t.Errorf("exit %d: %s", code, errs.String())
+	}
+}
