@@ -16,13 +16,55 @@ import (
 	"github.com/natron/gpu-node-pools/stacks/stackfile"
 )
 
-// fleetCmd is stackctl fleet: the fleet's CI plan. Only matrix exists so
-// far.
+// fleetCmd is stackctl fleet: the fleet's CI plan (matrix) and the
+// merged report of its shard jobs (report).
 func fleetCmd(args []string, dir string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "matrix" {
-		return fmt.Errorf("fleet: want a command: matrix")
+	switch {
+	case len(args) > 0 && args[0] == "matrix":
+		return fleetMatrix(args[1:], dir, stdin, stdout)
+	case len(args) > 0 && args[0] == "report":
+		return fleetReport(args[1:], stdout)
 	}
-	return fleetMatrix(args[1:], dir, stdin, stdout)
+	return fmt.Errorf("fleet: want a command: matrix or report")
+}
+
+// fleetReport merges shard reports (JSON files, one per shard job) into
+// one summary: Markdown for the pull request comment, or JSON.
+func fleetReport(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("fleet report", flag.ContinueOnError)
+	format := fs.String("format", "markdown", "markdown or json")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *format != "markdown" && *format != "json" {
+		return fmt.Errorf("--format: must be markdown or json, got %q", *format)
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("fleet report: want the shard reports' files")
+	}
+	var reports []fleet.ShardReport
+	for _, name := range fs.Args() {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		var r fleet.ShardReport
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: not a shard report: %w", name, err)
+		}
+		reports = append(reports, r)
+	}
+	s := fleet.Merge(reports)
+	if *format == "markdown" {
+		fmt.Fprint(stdout, s.Markdown())
+		return nil
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, string(b))
+	return nil
 }
 
 // fleetMatrix prints the GitHub Actions matrix of the fleet's stacks (the

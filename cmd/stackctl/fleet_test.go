@@ -98,3 +98,36 @@ func TestFleetMatrixRefuses(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errs.String())
 	}
 }
+
+// stackctl fleet report merges the shard jobs' files: Markdown with the
+// marker the workflow updates its comment by, or JSON with the totals; a
+// file that is no report is named.
+func TestFleetReport(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name string, r fleet.ShardReport) string {
+		b, _ := json.Marshal(r)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := write("shard-1.json", fleet.ShardReport{Op: "preview", Shard: 1, Stacks: []fleet.StackResult{{Stack: "acme", Changes: map[string]int{"create": 3}}}})
+	b := write("shard-2.json", fleet.ShardReport{Op: "preview", Shard: 2, Stacks: []fleet.StackResult{{Stack: "globex", Error: "boom\nmore"}}})
+	var out, errs bytes.Buffer
+	if code := run([]string{"fleet", "report", a, b}, dir, nil, &out, &errs); code != 0 ||
+		!strings.HasPrefix(out.String(), fleet.Marker+"\n**Fleet preview**: 2 stacks, 1 failed, 1 with changes, 0 unchanged.") {
+		t.Errorf("exit %d: %s%s", code, out.String(), errs.String())
+	}
+	out.Reset()
+	if code := run([]string{"fleet", "report", "-format", "json", a, b}, dir, nil, &out, &errs); code != 0 || !strings.Contains(out.String(), `"failed": 1`) {
+		t.Errorf("exit %d: %s%s", code, out.String(), errs.String())
+	}
+	bad := filepath.Join(dir, "bad.json")
+	_ = os.WriteFile(bad, []byte("not json"), 0o644)
+	errs.Reset()
+	if code := run([]string{"fleet", "report", a, bad}, dir, nil, &out, &errs); code != 1 || !strings.Contains(errs.String(), "bad.json: not a shard report") {
+		t.Errorf("exit %d: %s", code, errs.String())
+	}
+}

@@ -1,0 +1,137 @@
+package fleet
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// StackResult is what one stack's operation did, as a shard's job writes
+// it.
+type StackResult struct {
+	Stack string `json:"stack"`
+	// Changes counts resources by operation (create, update, delete,
+	// replace, same).
+	Changes map[string]int `json:"changes,omitempty"`
+	// Error is the failure, whole; the summary shows its first line.
+	Error   string  `json:"error,omitempty"`
+	Seconds float64 `json:"seconds"`
+	// MonthlyCost is the stack's expected monthly cost before and after
+	// the change, where it is priced.
+	MonthlyCost *CostChange `json:"monthlyCost,omitempty"`
+}
+
+// CostChange is a monthly cost before and after, in Currency.
+type CostChange struct {
+	Before   float64 `json:"before"`
+	After    float64 `json:"after"`
+	Currency string  `json:"currency"`
+}
+
+// ShardReport is one CI job's report: its operation, shard and wave, and
+// each of its stacks.
+type ShardReport struct {
+	Op     string        `json:"op"`
+	Wave   string        `json:"wave,omitempty"`
+	Shard  int           `json:"shard"`
+	Stacks []StackResult `json:"stacks"`
+}
+
+// Summary is the shard reports merged: one line of totals, every stack.
+type Summary struct {
+	Op string `json:"op"`
+	// Stacks, Failed, Changed and Unchanged count stacks.
+	Stacks    int `json:"stacks"`
+	Failed    int `json:"failed"`
+	Changed   int `json:"changed"`
+	Unchanged int `json:"unchanged"`
+	// Results are every stack's, failures first, then by name.
+	Results []StackResult `json:"results"`
+}
+
+// Marker heads the pull request comment, so that the workflow finds and
+// updates the one comment instead of adding another.
+const Marker = "<!-- gpu-node-pools fleet report -->"
+
+// Merge merges the shards' reports.
+func Merge(reports []ShardReport) Summary {
+	var s Summary
+	for _, r := range reports {
+		s.Op = r.Op
+		s.Results = append(s.Results, r.Stacks...)
+	}
+	sort.SliceStable(s.Results, func(i, j int) bool {
+		a, b := s.Results[i], s.Results[j]
+		if (a.Error != "") != (b.Error != "") {
+			return a.Error != ""
+		}
+		return a.Stack < b.Stack
+	})
+	for _, r := range s.Results {
+		s.Stacks++
+		switch {
+		case r.Error != "":
+			s.Failed++
+		case changed(r.Changes) > 0:
+			s.Changed++
+		default:
+			s.Unchanged++
+		}
+	}
+	return s
+}
+
+// changed counts the resources an operation changes (all but "same").
+func changed(c map[string]int) int {
+	n := 0
+	for op, k := range c {
+		if op != "same" {
+			n += k
+		}
+	}
+	return n
+}
+
+// FirstLine is an error's first line: what a summary shows of it.
+func FirstLine(err string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(err), "\n")
+	return line
+}
+
+// Markdown is the summary as a pull request comment: the totals on top,
+// then each stack collapsed, a failure with its first error line.
+func (s Summary) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n**Fleet %s**: %d stacks, %d failed, %d with changes, %d unchanged.\n\n", Marker, s.Op, s.Stacks, s.Failed, s.Changed, s.Unchanged)
+	for _, r := range s.Results {
+		head := fmt.Sprintf("%s: %s", r.Stack, changeLine(r.Changes))
+		if r.Error != "" {
+			head = fmt.Sprintf("%s: **failed**: %s", r.Stack, FirstLine(r.Error))
+		}
+		if c := r.MonthlyCost; c != nil && c.Before != c.After {
+			head += fmt.Sprintf(", monthly cost %.0f → %.0f %s (%+.0f)", c.Before, c.After, c.Currency, c.After-c.Before)
+		}
+		fmt.Fprintf(&b, "<details><summary>%s</summary>\n\n", head)
+		if r.Error != "" {
+			fmt.Fprintf(&b, "```\n%s\n```\n\n", strings.TrimSpace(r.Error))
+		}
+		fmt.Fprintf(&b, "%s in %.0f s\n</details>\n", changeLine(r.Changes), r.Seconds)
+	}
+	return b.String()
+}
+
+// changeLine is the changes as "2 create, 1 update", or "no changes".
+func changeLine(c map[string]int) string {
+	var parts []string
+	for _, op := range slices.Sorted(maps.Keys(c)) {
+		if op != "same" && c[op] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[op], op))
+		}
+	}
+	if len(parts) == 0 {
+		return "no changes"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,51 @@
+package fleet
+
+import (
+	"strings"
+	"testing"
+)
+
+// The shards' reports merge into one summary: totals that count every
+// stack once, failures first with their first error line, each stack
+// collapsed under the totals, the cost change where there is one, and the
+// marker the workflow finds its comment by.
+func TestMergeAndMarkdown(t *testing.T) {
+	t.Parallel()
+	reports := []ShardReport{
+		{Op: "preview", Shard: 1, Stacks: []StackResult{
+			{Stack: "globex", Changes: map[string]int{"same": 40}, Seconds: 21},
+			{Stack: "acme", Changes: map[string]int{"update": 2, "create": 1, "same": 37}, Seconds: 25,
+				MonthlyCost: &CostChange{Before: 71774, After: 143547, Currency: "USD"}},
+		}},
+		{Op: "preview", Shard: 2, Stacks: []StackResult{
+			{Stack: "initech", Error: "stack initech: preview: gpu-node-pools:pools[0].maxNodes: must be >= minNodes (3), got 1\ndetails follow", Seconds: 2},
+			{Stack: "umbrella", Changes: map[string]int{}, Seconds: 19, MonthlyCost: &CostChange{Before: 100, After: 100, Currency: "USD"}},
+		}},
+	}
+	s := Merge(reports)
+	if s.Stacks != 4 || s.Failed != 1 || s.Changed != 1 || s.Unchanged != 2 || s.Op != "preview" {
+		t.Errorf("totals %+v", s)
+	}
+	var order []string
+	for _, r := range s.Results {
+		order = append(order, r.Stack)
+	}
+	if strings.Join(order, " ") != "initech acme globex umbrella" {
+		t.Errorf("order %v: failures first, then by name", order)
+	}
+	md := s.Markdown()
+	for _, want := range []string{
+		Marker + "\n**Fleet preview**: 4 stacks, 1 failed, 1 with changes, 2 unchanged.",
+		"<details><summary>initech: **failed**: stack initech: preview: gpu-node-pools:pools[0].maxNodes: must be >= minNodes (3), got 1</summary>",
+		"<details><summary>acme: 1 create, 2 update, monthly cost 71774 → 143547 USD (+71773)</summary>",
+		"<details><summary>globex: no changes</summary>",
+		"<details><summary>umbrella: no changes</summary>",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+	if strings.Count(md, "<details>") != 4 || strings.Index(md, "initech") > strings.Index(md, "acme") {
+		t.Errorf("want four stacks, failures first:\n%s", md)
+	}
+}
