@@ -53,10 +53,14 @@ type Table []Price
 func (t Table) Dated() string {
 	var d string
 	for _, p := range t {
-		d = max(d, strings.TrimPrefix(p.Retrieved, "<="), strings.TrimPrefix(p.SpotRetrieved, "<="))
+		d = max(d, DataDate(p.Retrieved), DataDate(p.SpotRetrieved))
 	}
 	return d
 }
+
+// DataDate is a figure's date as it sorts: the sourced data writes a
+// date known only as a bound ("<=2024-08-27") with its bound.
+func DataDate(d string) string { return strings.TrimPrefix(d, "<=") }
 
 // Missing says in words which figure the table lacks for sku in region,
 // spot or on-demand, "" when it has it.

@@ -70,14 +70,11 @@ func Evaluate(card models.Card, sku catalog.SKU, s Setup) (*Evaluation, error) {
 		return nil, fmt.Errorf("--tp: vLLM refuses %d: %s", s.TensorParallel, card.TensorParallelProblem(s.TensorParallel))
 	case s.Concurrency < 1 || s.Prompt < 1 || s.Output < 1:
 		return nil, fmt.Errorf("--concurrency, --prompt and --output: must be >= 1, got %d, %d, %d", s.Concurrency, s.Prompt, s.Output)
-	case !slices.Contains(fit.KVCacheDtypes, s.KVCacheDtype):
-		return nil, fmt.Errorf("--kv-cache-dtype: must be one of %s, got %q", strings.Join(fit.KVCacheDtypes, ", "), s.KVCacheDtype)
 	}
-	if _, known := fit.Quantizations[s.Quantization]; s.Quantization != "" && !known {
-		return nil, fmt.Errorf("--quantization: must be one of %s, got %q", strings.Join(fit.QuantizationNames(), ", "), s.Quantization)
+	if err := checkPrecision("--", s.Quantization, s.KVCacheDtype); err != nil {
+		return nil, err
 	}
-	if why := cmp.Or(fit.QuantizationMisfit(s.Quantization, sku.GPU.Model, sku.GPU.ComputeCapability),
-		fit.KVCacheDtypeMisfit(s.KVCacheDtype, sku.GPU.Model, sku.GPU.ComputeCapability)); why != "" {
+	if why := precisionMisfit(s.Quantization, s.KVCacheDtype, sku.GPU); why != "" {
 		return nil, fmt.Errorf("%s", why)
 	}
 	m := fit.Model{Name: card.Name, ParametersB: card.ParametersB, Dtype: fit.DefaultDtype, Quantization: s.Quantization, KVCacheDtype: s.KVCacheDtype,
@@ -106,4 +103,22 @@ func Evaluate(card models.Card, sku catalog.SKU, s Setup) (*Evaluation, error) {
 			s.Concurrency, s.Prompt+s.Output, mem.NeedGiB(), mem.BudgetGiB(), mem.KVTokens())
 	}
 	return e, nil
+}
+
+// checkPrecision checks a quantization and a KV cache dtype as given
+// (flag prefixes the names the problem gives: "--" for a command's flags).
+func checkPrecision(flag, quant, kv string) error {
+	if _, known := fit.Quantizations[quant]; quant != "" && !known {
+		return fmt.Errorf("%squantization: must be one of %s, got %q", flag, strings.Join(fit.QuantizationNames(), ", "), quant)
+	}
+	if kv != "" && !slices.Contains(fit.KVCacheDtypes, kv) {
+		return fmt.Errorf("%skv-cache-dtype: must be one of %s, got %q", flag, strings.Join(fit.KVCacheDtypes, ", "), kv)
+	}
+	return nil
+}
+
+// precisionMisfit is why a GPU does not run a quantization or KV cache
+// dtype, as vLLM would refuse it; "" when it does.
+func precisionMisfit(quant, kv string, g catalog.GPU) string {
+	return cmp.Or(fit.QuantizationMisfit(quant, g.Model, g.ComputeCapability), fit.KVCacheDtypeMisfit(kv, g.Model, g.ComputeCapability))
 }

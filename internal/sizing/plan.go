@@ -1,12 +1,9 @@
 package sizing
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
-	"strings"
 
 	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/fit"
@@ -121,11 +118,8 @@ func Recommend(req Requirements, section catalog.Section, prices pricing.Table) 
 	if quant == "" {
 		quant = entry.Quantization
 	}
-	if _, known := fit.Quantizations[quant]; quant != "" && !known {
-		return nil, fmt.Errorf("quantization: must be one of %s, got %q", strings.Join(fit.QuantizationNames(), ", "), quant)
-	}
-	if req.KVCacheDtype != "" && !slices.Contains(fit.KVCacheDtypes, req.KVCacheDtype) {
-		return nil, fmt.Errorf("kv-cache-dtype: must be one of %s, got %q", strings.Join(fit.KVCacheDtypes, ", "), req.KVCacheDtype)
+	if err := checkPrecision("", quant, req.KVCacheDtype); err != nil {
+		return nil, err
 	}
 	prompt := req.Prompt
 	if prompt == 0 {
@@ -141,8 +135,7 @@ func Recommend(req Requirements, section catalog.Section, prices pricing.Table) 
 		m := fit.Model{Name: entry.Name, ParametersB: entry.ParametersB, Dtype: fit.DefaultDtype, Quantization: quant, KVCacheDtype: req.KVCacheDtype,
 			GPUMemoryUtilization: fit.DefaultUtilization, MaxModelLen: ctx, Shape: entry.Shape}
 		pool := gpupool.NewFacts(gpupool.Spec{Name: sku.Name}, sku, nil)
-		if why := cmp.Or(fit.QuantizationMisfit(quant, sku.GPU.Model, sku.GPU.ComputeCapability),
-			fit.KVCacheDtypeMisfit(req.KVCacheDtype, sku.GPU.Model, sku.GPU.ComputeCapability)); why != "" {
+		if why := precisionMisfit(quant, req.KVCacheDtype, sku.GPU); why != "" {
 			res.Rejected = append(res.Rejected, Rejected{sku.Name, why})
 			continue
 		}

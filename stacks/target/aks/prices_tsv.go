@@ -63,5 +63,5 @@ func FromTSV(r io.Reader, skus []string) (pricing.Table, error) {
 
 // newer reports whether date is later than the one held ("" holds none).
 func newer(date, held string) bool {
-	return held == "" || strings.TrimPrefix(date, "<=") > strings.TrimPrefix(held, "<=")
+	return held == "" || pricing.DataDate(date) > pricing.DataDate(held)
 }
