@@ -60,7 +60,7 @@ lint:
 
 # The engine, API-server, scheduling and policy tests need the pinned
 # toolchain, kube-apiserver, kube-scheduler, etcd, KWOK, the Kyverno CLI and
-# the External Secrets Operator:
+# the External Secrets Operator, and Azurite (the fleet's azblob:// state):
 # each builds once per version into the per-user cache.
 unit:
 	GPU_NODE_POOLS_PULUMI_BIN="$$(.ci/toolchain/install.sh | tail -n 1)" \
@@ -69,6 +69,7 @@ unit:
 	GPU_NODE_POOLS_KYVERNO_BIN="$$(.ci/toolchain/kyverno.sh | tail -n 1)" \
 	GPU_NODE_POOLS_KWOK_BIN="$$(.ci/toolchain/kwok.sh | tail -n 1)" \
 	GPU_NODE_POOLS_ESO_BIN="$$(.ci/toolchain/external-secrets.sh | tail -n 1)" \
+	GPU_NODE_POOLS_AZURITE_BIN="$$(.ci/toolchain/azurite.sh | tail -n 1)" \
 	go test -count=1 -timeout 70m ./...
 
 # Each fuzz target for FUZZTIME executions; a crasher lands in

@@ -3,6 +3,7 @@ module github.com/natron/gpu-node-pools
 go 1.26.6
 
 require (
+	github.com/Azure/azure-sdk-for-go/sdk/storage/azblob v1.8.0
 	github.com/agext/levenshtein v1.2.3
 	github.com/caddyserver/caddy/v2 v2.11.9
 	github.com/fluxcd/cli-utils v1.3.0

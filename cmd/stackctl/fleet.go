@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -24,8 +25,10 @@ func fleetCmd(args []string, dir string, stdin io.Reader, stdout io.Writer) erro
 		return fleetMatrix(args[1:], dir, stdin, stdout)
 	case len(args) > 0 && args[0] == "report":
 		return fleetReport(args[1:], stdout)
+	case len(args) > 0 && slices.Contains(fleet.Ops(), args[0]):
+		return fleetRun(args[0], args[1:], dir, stdout)
 	}
-	return fmt.Errorf("fleet: want a command: matrix or report")
+	return fmt.Errorf("fleet: want a command: matrix, %s or report", strings.Join(fleet.Ops(), ", "))
 }
 
 // fleetReport merges shard reports (JSON files, one per shard job) into

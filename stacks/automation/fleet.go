@@ -28,12 +28,7 @@ type FleetResult struct {
 // Results come back in the order of stacks.
 func PreviewFleet(ctx context.Context, fleet []CustomerStack, e Engine, parallel int) []FleetResult {
 	return runFleet(ctx, fleet, e, parallel, func(ctx context.Context, s *Stack) (map[string]int, error) {
-		byOp, err := s.Preview(ctx)
-		out := map[string]int{}
-		for op, n := range byOp {
-			out[string(op)] = n
-		}
-		return out, err
+		return s.previewChanges(ctx)
 	})
 }
 

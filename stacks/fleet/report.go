@@ -15,6 +15,11 @@ type StackResult struct {
 	// Changes counts resources by operation (create, update, delete,
 	// replace, same).
 	Changes map[string]int `json:"changes,omitempty"`
+	// Diff names each resource that changes (or drifted): its operation,
+	// its type and name, and the properties that differ.
+	Diff []string `json:"diff,omitempty"`
+	// Log is the file, beside the report, with the stack's engine output.
+	Log string `json:"log,omitempty"`
 	// Error is the failure, whole; the summary shows its first line.
 	Error   string  `json:"error,omitempty"`
 	Seconds float64 `json:"seconds"`
@@ -106,7 +111,7 @@ func (s Summary) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n**Fleet %s**: %d stacks, %d failed, %d with changes, %d unchanged.\n\n", Marker, s.Op, s.Stacks, s.Failed, s.Changed, s.Unchanged)
 	for _, r := range s.Results {
-		head := fmt.Sprintf("%s: %s", r.Stack, changeLine(r.Changes))
+		head := fmt.Sprintf("%s: %s", r.Stack, ChangeLine(r.Changes))
 		if r.Error != "" {
 			head = fmt.Sprintf("%s: **failed**: %s", r.Stack, FirstLine(r.Error))
 		}
@@ -117,13 +122,13 @@ func (s Summary) Markdown() string {
 		if r.Error != "" {
 			fmt.Fprintf(&b, "```\n%s\n```\n\n", strings.TrimSpace(r.Error))
 		}
-		fmt.Fprintf(&b, "%s in %.0f s\n</details>\n", changeLine(r.Changes), r.Seconds)
+		fmt.Fprintf(&b, "%s in %.0f s\n</details>\n", ChangeLine(r.Changes), r.Seconds)
 	}
 	return b.String()
 }
 
-// changeLine is the changes as "2 create, 1 update", or "no changes".
-func changeLine(c map[string]int) string {
+// ChangeLine is the changes as "2 create, 1 update", or "no changes".
+func ChangeLine(c map[string]int) string {
 	var parts []string
 	for _, op := range slices.Sorted(maps.Keys(c)) {
 		if op != "same" && c[op] > 0 {
@@ -135,3 +140,16 @@ func changeLine(c map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// The operations a shard job runs on each of its stacks.
+const (
+	OpPreview = "preview"
+	OpUp      = "up"
+	// OpDrift compares each stack's state with what is really there
+	// (refresh --preview-only); a stack that renders to files, which has
+	// no cluster to read, compares its program with its state instead.
+	OpDrift = "drift"
+)
+
+// Ops are the shard operations.
+func Ops() []string { return []string{OpPreview, OpUp, OpDrift} }

@@ -225,6 +225,18 @@ func (s *Server) StartController(t testing.TB, name, bin string, args ...string)
 	startEnv(t, s.dir, name, bin, []string{"KUBECONFIG=" + s.Kubeconfig}, args...)
 }
 
+// StartProcess runs bin in its own process group, its output in
+// dir/<name>.log, stopped at cleanup and, should the test binary die
+// first, by the next Start (another emulator a test needs, say).
+func StartProcess(t testing.TB, dir, name, bin string, env []string, args ...string) {
+	t.Helper()
+	reapStale()
+	startEnv(t, dir, name, bin, env, args...)
+}
+
+// FreePort is a free loopback port.
+func FreePort(t testing.TB) int { return freePort(t) }
+
 // start runs a process in its own process group and stops it at cleanup.
 func start(t testing.TB, dir, name, bin string, args ...string) {
 	t.Helper()
