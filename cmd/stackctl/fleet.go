@@ -25,41 +25,58 @@ func fleetCmd(args []string, dir string, stdin io.Reader, stdout io.Writer) erro
 		return fleetMatrix(args[1:], dir, stdin, stdout)
 	case len(args) > 0 && args[0] == "report":
 		return fleetReport(args[1:], stdout)
+	case len(args) > 0 && args[0] == "recover":
+		return fleetRecover(args[1:], dir, stdout)
 	case len(args) > 0 && slices.Contains(fleet.Ops(), args[0]):
 		return fleetRun(args[0], args[1:], dir, stdout)
 	}
-	return fmt.Errorf("fleet: want a command: matrix, %s or report", strings.Join(fleet.Ops(), ", "))
+	return fmt.Errorf("fleet: want a command: matrix, %s, report or recover", strings.Join(fleet.Ops(), ", "))
 }
 
 // fleetReport merges shard reports (JSON files, one per shard job) into
-// one summary: Markdown for the pull request comment, or JSON.
+// one summary: Markdown for the pull request comment, JSON, or the drift
+// run's issue actions (one JSON object a line). -planned (the matrix
+// JSON the run was cut from) names the stacks no shard reported.
 func fleetReport(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fleet report", flag.ContinueOnError)
-	format := fs.String("format", "markdown", "markdown or json")
+	format := fs.String("format", "markdown", "markdown, json or issues")
+	planned := fs.String("planned", "", "the fleet matrix output the run was cut from: its stacks without a report did not get the change")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *format != "markdown" && *format != "json" {
-		return fmt.Errorf("--format: must be markdown or json, got %q", *format)
+	if !slices.Contains([]string{"markdown", "json", "issues"}, *format) {
+		return fmt.Errorf("--format: must be markdown, json or issues, got %q", *format)
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("fleet report: want the shard reports' files")
 	}
 	var reports []fleet.ShardReport
 	for _, name := range fs.Args() {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			return err
-		}
 		var r fleet.ShardReport
-		if err := json.Unmarshal(b, &r); err != nil {
-			return fmt.Errorf("%s: not a shard report: %w", name, err)
+		if err := readJSON(name, &r, "a shard report"); err != nil {
+			return err
 		}
 		reports = append(reports, r)
 	}
 	s := fleet.Merge(reports)
-	if *format == "markdown" {
+	if *planned != "" {
+		stacks, err := plannedStacks(*planned)
+		if err != nil {
+			return err
+		}
+		s.Planned(stacks)
+	}
+	switch *format {
+	case "markdown":
 		fmt.Fprint(stdout, s.Markdown())
+		return nil
+	case "issues":
+		enc := json.NewEncoder(stdout)
+		for _, is := range fleet.DriftIssues(s) {
+			if err := enc.Encode(is); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
@@ -67,6 +84,51 @@ func fleetReport(args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, string(b))
+	return nil
+}
+
+// plannedStacks are the stacks of a fleet matrix output: a preview's one
+// matrix or an up's matrix per wave.
+func plannedStacks(name string) ([]string, error) {
+	var top map[string]json.RawMessage
+	if err := readJSON(name, &top, "a fleet matrix"); err != nil {
+		return nil, fmt.Errorf("--planned: %w", err)
+	}
+	var waves []fleet.Wave
+	if _, ok := top["matrix"]; ok { // a preview's: {"count": N, "matrix": ...}
+		var w fleet.Wave
+		if err := readJSON(name, &w, "a fleet matrix"); err != nil {
+			return nil, fmt.Errorf("--planned: %w", err)
+		}
+		waves = append(waves, w)
+	}
+	for _, name := range fleet.Waves() {
+		if raw, ok := top[name]; ok {
+			var w fleet.Wave
+			if err := json.Unmarshal(raw, &w); err != nil {
+				return nil, fmt.Errorf("--planned: wave %s: %w", name, err)
+			}
+			waves = append(waves, w)
+		}
+	}
+	if len(waves) == 0 {
+		return nil, fmt.Errorf("--planned: %s: not a fleet matrix (no matrix, no wave)", name)
+	}
+	var out []string
+	for _, w := range waves {
+		out = append(out, w.Matrix.Stacks()...)
+	}
+	return out, nil
+}
+
+func readJSON(name string, v any, what string) error {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: not %s: %w", name, what, err)
+	}
 	return nil
 }
 

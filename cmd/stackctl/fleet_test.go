@@ -131,3 +131,52 @@ func TestFleetReport(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errs.String())
 	}
 }
+
+// A rollout's report, given the matrix it was cut from, names the stacks
+// that did not get the change; a drift run's report gives one issue
+// action a line; the shard commands refuse a bad flag before any engine
+// runs.
+func TestFleetReportPlannedAndIssues(t *testing.T) {
+	t.Parallel()
+	dir := fleetDir(t, map[string]string{"acme": "  gpu-node-pools:fleet: {wave: canary}\n", "globex": "  gpu-node-pools:fleet: {wave: \"1\"}\n", "initech": ""})
+	var matrix, out, errs bytes.Buffer
+	if code := run([]string{"fleet", "matrix", "-op", "up", "-shard-size", "1"}, dir, nil, &matrix, &errs); code != 0 {
+		t.Fatalf("matrix: %s", errs.String())
+	}
+	planned := filepath.Join(dir, "matrix.json")
+	_ = os.WriteFile(planned, matrix.Bytes(), 0o644)
+	rep := filepath.Join(dir, "shard-1.json")
+	b, _ := json.Marshal(fleet.ShardReport{Op: "up", Wave: "canary", Shard: 1, Stacks: []fleet.StackResult{{Stack: "acme", Error: "stack acme: up: boom"}}})
+	_ = os.WriteFile(rep, b, 0o644)
+	if code := run([]string{"fleet", "report", "-planned", planned, rep}, dir, nil, &out, &errs); code != 0 ||
+		!strings.Contains(out.String(), "**2 stacks did not get the change** (a wave before theirs failed or was not approved): globex, initech") {
+		t.Errorf("exit %d: %s%s", code, out.String(), errs.String())
+	}
+	drift := filepath.Join(dir, "drift-1.json")
+	b, _ = json.Marshal(fleet.ShardReport{Op: "drift", Shard: 1, Stacks: []fleet.StackResult{
+		{Stack: "acme", Changes: map[string]int{"update": 1}}, {Stack: "globex", Changes: map[string]int{"same": 3}}}})
+	_ = os.WriteFile(drift, b, 0o644)
+	out.Reset()
+	if code := run([]string{"fleet", "report", "-format", "issues", drift}, dir, nil, &out, &errs); code != 0 {
+		t.Fatalf("issues: %s", errs.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"title":"Drift: stack acme","state":"open"`) || !strings.Contains(lines[1], `"state":"closed"`) {
+		t.Errorf("issues:\n%s", out.String())
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fleet", "up", "-parallel", "0", "-stacks", "acme"}, "--parallel: must be >= 1, got 0"},
+		{[]string{"fleet", "preview"}, "shard: stacks: want at least one stack"},
+		{[]string{"fleet", "recover", "-stack", "acme"}, "check that the run named in the lock is gone"},
+		{[]string{"fleet", "rollback"}, "fleet: want a command: matrix, preview, up, drift, report or recover"},
+		{[]string{"fleet", "report", "-format", "xml", rep}, "--format: must be markdown, json or issues"},
+	} {
+		errs.Reset()
+		if code := run(c.args, dir, nil, &out, &errs); code == 0 || !strings.Contains(errs.String(), c.want) {
+			t.Errorf("%v: exit %d, %s; want %q", c.args, code, errs.String(), c.want)
+		}
+	}
+}

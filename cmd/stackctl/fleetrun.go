@@ -38,11 +38,12 @@ func fleetRun(op string, args []string, dir string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logs := filepath.Join(*out, fmt.Sprintf("shard-%d-logs", *shard))
+	getenv := fleetGetenv()
 	e := automation.Engine{ChartDir: os.Getenv("GPU_NODE_POOLS_CHART_DIR")}
 	rep, err := automation.RunShard(ctx, automation.ShardRun{
 		Op: op, Wave: *wave, Shard: *shard, Stacks: strings.Fields(*stacks),
 		ProjectDir: dir, BaseDir: *base, Parallel: *parallel, LogDir: logs,
-		Engine: func(stack string) (automation.Engine, error) { return e.ForStack(dir, stack, os.Getenv) },
+		Engine: func(stack string) (automation.Engine, error) { return e.ForStack(dir, stack, getenv) },
 	})
 	if err != nil {
 		return err
@@ -72,4 +73,63 @@ func fleetRun(op string, args []string, dir string, stdout io.Writer) error {
 		return fmt.Errorf("fleet %s: %d of %d stacks failed: %s", op, len(failed), len(rep.Stacks), strings.Join(failed, " "))
 	}
 	return nil
+}
+
+// fleetRecover repairs a stack whose up was killed (automation.Recover):
+// it names the lock and the pending operations, and with -yes removes the
+// lock and clears them. Only when the run that held the lock is gone.
+func fleetRecover(args []string, dir string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("fleet recover", flag.ContinueOnError)
+	stack := fs.String("stack", "", "the stack whose run was killed")
+	yes := fs.Bool("yes", false, "the run that held the lock is gone: remove it and clear the pending operations")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *stack == "" {
+		return fmt.Errorf("--stack: want the stack to recover")
+	}
+	if !*yes {
+		return fmt.Errorf("fleet recover: removing %s's lock while its run still goes would let two runs write its state; "+
+			"check that the run named in the lock is gone (its job ended, its runner lost), then pass -yes", *stack)
+	}
+	ctx := context.Background()
+	e, err := automation.Engine{ChartDir: os.Getenv("GPU_NODE_POOLS_CHART_DIR"), Progress: stdout}.ForStack(dir, *stack, fleetGetenv())
+	if err != nil {
+		return fmt.Errorf("stack %s: %w", *stack, err)
+	}
+	s, err := automation.OpenFromFile(ctx, dir, *stack, e)
+	if err != nil {
+		return err
+	}
+	r, err := automation.Recover(ctx, s)
+	if r != nil {
+		for _, p := range r.Pending {
+			fmt.Fprintf(stdout, "cleared pending operation: %s\n", p)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "stack %s: lock removed, %d pending operations cleared, %d resources kept; run its up again (a \"creating\" one above may exist outside the state: check it)\n",
+		*stack, len(r.Pending), r.Resources)
+	return nil
+}
+
+// FleetSecretsEnv holds a job's secrets as one JSON object, name to
+// value: what ${{ toJSON(secrets) }} gives a workflow step, so that a
+// shard job finds each of its stacks' PULUMI_CONFIG_PASSPHRASE_<STACK>
+// among the secrets of its wave's environment.
+const FleetSecretsEnv = "GPU_NODE_POOLS_FLEET_SECRETS"
+
+// fleetGetenv reads a variable from the environment, else from
+// FleetSecretsEnv.
+func fleetGetenv() func(string) string {
+	var secrets map[string]string
+	_ = json.Unmarshal([]byte(os.Getenv(FleetSecretsEnv)), &secrets) // none or not JSON: the environment alone
+	return func(k string) string {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+		return secrets[k]
+	}
 }

@@ -187,12 +187,15 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 	}
 	ctx := context.Background()
 	objects := 0
-	e := automation.Engine{SecretsProvider: "passphrase", OnEvent: func(_ string, ev events.EngineEvent) {
+	e, err := automation.Engine{OnEvent: func(_ string, ev events.EngineEvent) {
 		// objects, not the providers, components and charts around them
 		if o := ev.ResOutputsEvent; o != nil && strings.HasPrefix(o.Metadata.Type, "kubernetes:") && o.Metadata.Type != "kubernetes:helm.sh/v4:Chart" {
 			objects++
 		}
-	}}
+	}}.ForStack(dir, *stack, fleetGetenv())
+	if err != nil {
+		return fmt.Errorf("stack %s: %w", *stack, err)
+	}
 	cfg, err := automation.LoadStack(ctx, dir, *stack, e)
 	if err != nil {
 		return err

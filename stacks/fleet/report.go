@@ -54,6 +54,29 @@ type Summary struct {
 	Unchanged int `json:"unchanged"`
 	// Results are every stack's, failures first, then by name.
 	Results []StackResult `json:"results"`
+	// NotRun are the stacks the run planned that no shard reported: an
+	// earlier wave failed (or was not approved), so they did not get the
+	// change.
+	NotRun []string `json:"notRun,omitempty"`
+}
+
+// Planned sets NotRun: the planned stacks without a result.
+func (s *Summary) Planned(stacks []string) {
+	s.NotRun = nil
+	for _, p := range stacks {
+		if !slices.ContainsFunc(s.Results, func(r StackResult) bool { return r.Stack == p }) {
+			s.NotRun = append(s.NotRun, p)
+		}
+	}
+}
+
+// Stacks are the stacks of a matrix's shards.
+func (m Matrix) Stacks() []string {
+	var out []string
+	for _, sh := range m.Include {
+		out = append(out, strings.Fields(sh.Stacks)...)
+	}
+	return out
 }
 
 // Marker heads the pull request comment, so that the workflow finds and
@@ -110,6 +133,9 @@ func FirstLine(err string) string {
 func (s Summary) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n**Fleet %s**: %d stacks, %d failed, %d with changes, %d unchanged.\n\n", Marker, s.Op, s.Stacks, s.Failed, s.Changed, s.Unchanged)
+	if len(s.NotRun) > 0 {
+		fmt.Fprintf(&b, "**%d stacks did not get the change** (a wave before theirs failed or was not approved): %s\n\n", len(s.NotRun), strings.Join(s.NotRun, ", "))
+	}
 	for _, r := range s.Results {
 		head := fmt.Sprintf("%s: %s", r.Stack, ChangeLine(r.Changes))
 		if r.Error != "" {
@@ -122,7 +148,10 @@ func (s Summary) Markdown() string {
 		if r.Error != "" {
 			fmt.Fprintf(&b, "```\n%s\n```\n\n", strings.TrimSpace(r.Error))
 		}
-		fmt.Fprintf(&b, "%s in %.0f s\n</details>\n", ChangeLine(r.Changes), r.Seconds)
+		for _, d := range r.Diff {
+			fmt.Fprintf(&b, "- `%s`\n", d)
+		}
+		fmt.Fprintf(&b, "\n%s in %.0f s\n</details>\n", ChangeLine(r.Changes), r.Seconds)
 	}
 	return b.String()
 }

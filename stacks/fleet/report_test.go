@@ -49,3 +49,42 @@ func TestMergeAndMarkdown(t *testing.T) {
 		t.Errorf("want four stacks, failures first:\n%s", md)
 	}
 }
+
+// A rollout's summary names the stacks it planned that no shard reported:
+// they did not get the change.
+func TestNotRun(t *testing.T) {
+	t.Parallel()
+	s := Merge([]ShardReport{{Op: "up", Wave: "canary", Stacks: []StackResult{{Stack: "acme", Error: "boom"}}}})
+	planned := InWaves([]Member{{"acme", "canary"}, {"globex", "1"}, {"initech", "3"}, {"umbrella", "3"}}, 1)
+	var all []string
+	for _, w := range Waves() {
+		all = append(all, planned[w].Matrix.Stacks()...)
+	}
+	s.Planned(all)
+	if strings.Join(s.NotRun, " ") != "globex initech umbrella" {
+		t.Errorf("not run: %v", s.NotRun)
+	}
+	if md := s.Markdown(); !strings.Contains(md, "**3 stacks did not get the change** (a wave before theirs failed or was not approved): globex, initech, umbrella") {
+		t.Errorf("markdown:\n%s", md)
+	}
+}
+
+// A drift run opens (or updates) an issue for each stack that drifted,
+// with what differs, closes the issue of each clean stack, and leaves the
+// issue of a stack whose check failed alone.
+func TestDriftIssues(t *testing.T) {
+	t.Parallel()
+	s := Merge([]ShardReport{{Op: OpDrift, Stacks: []StackResult{
+		{Stack: "acme", Changes: map[string]int{"update": 1, "same": 40}, Diff: []string{"update kubernetes:apps/v1:Deployment models-llama3-8b (spec)"}},
+		{Stack: "globex", Changes: map[string]int{"same": 40}},
+		{Stack: "initech", Error: "stack initech: no passphrase"},
+	}}})
+	got := DriftIssues(s)
+	if len(got) != 2 || got[0].Stack != "acme" || got[0].State != "open" || got[1].Stack != "globex" || got[1].State != "closed" {
+		t.Fatalf("issues %+v", got)
+	}
+	if got[0].Title != "Drift: stack acme" || !strings.Contains(got[0].Body, "- `update kubernetes:apps/v1:Deployment models-llama3-8b (spec)`") ||
+		!strings.Contains(got[0].Body, "1 update") {
+		t.Errorf("acme's issue: %+v", got[0])
+	}
+}
