@@ -136,10 +136,10 @@ func readJSON(name string, v any, what string) error {
 // stack files): for a preview, the stacks a change touches (--changed:
 // the changed paths, one per line, "-" for standard input) in shards of at
 // most --shard-size; for an up, every stack in its wave, each wave in
-// shards.
+// shards; for a drift run, every stack in shards (drift has no order).
 func fleetMatrix(args []string, dir string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fleet matrix", flag.ContinueOnError)
-	op := fs.String("op", "preview", "preview (the stacks a change touches) or up (every stack, in waves)")
+	op := fs.String("op", "preview", "preview (the stacks a change touches), up (every stack, in waves) or drift (every stack)")
 	size := fs.Int("shard-size", 10, "stacks per CI job")
 	changed := fs.String("changed", "", `file of the changed paths, one per line ("-": standard input); without it, every stack`)
 	if err := fs.Parse(args); err != nil {
@@ -152,13 +152,13 @@ func fleetMatrix(args []string, dir string, stdin io.Reader, stdout io.Writer) e
 	if err := fleet.Validate(len(members), *size); err != nil {
 		return err
 	}
+	stacks := make([]string, len(members))
+	for i, m := range members {
+		stacks[i] = m.Stack
+	}
 	var out any
 	switch *op {
-	case "preview":
-		stacks := make([]string, len(members))
-		for i, m := range members {
-			stacks[i] = m.Stack
-		}
+	case fleet.OpPreview:
 		if *changed != "" {
 			paths, err := readLines(*changed, stdin)
 			if err != nil {
@@ -167,10 +167,15 @@ func fleetMatrix(args []string, dir string, stdin io.Reader, stdout io.Writer) e
 			stacks = fleet.Affected(paths, stacks)
 		}
 		out = fleet.Wave{Count: len(stacks), Matrix: fleet.Shards(stacks, *size)}
-	case "up":
+	case fleet.OpUp:
 		out = fleet.InWaves(members, *size)
+	case fleet.OpDrift:
+		if *changed != "" {
+			return fmt.Errorf("--changed: a drift run looks at every stack; --changed is for --op preview")
+		}
+		out = fleet.Wave{Count: len(stacks), Matrix: fleet.Shards(stacks, *size)}
 	default:
-		return fmt.Errorf("--op: must be preview or up, got %q", *op)
+		return fmt.Errorf("--op: must be one of %s, got %q", strings.Join(fleet.Ops(), ", "), *op)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

@@ -76,6 +76,18 @@ func TestFleetMatrix(t *testing.T) {
 			t.Errorf("%q: %s (%v)", tc.changed, out.String(), err)
 		}
 	}
+	// A drift run: every stack, waves or not, in shards.
+	out.Reset()
+	if code := run([]string{"fleet", "matrix", "-op", "drift", "-shard-size", "2"}, dir, nil, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs.String())
+	}
+	var drift fleet.Wave
+	if err := json.Unmarshal(out.Bytes(), &drift); err != nil || drift.Count != 5 || len(drift.Matrix.Include) != 3 || drift.Matrix.Include[2].Stacks != "d4 e5" {
+		t.Errorf("drift matrix: %s (%v)", out.String(), err)
+	}
+	if code := run([]string{"fleet", "matrix", "-op", "drift", "-changed", "-"}, dir, strings.NewReader("x\n"), &out, &errs); code != 1 || !strings.Contains(errs.String(), "--changed is for --op preview") {
+		t.Errorf("drift with --changed: exit %d: %s", code, errs.String())
+	}
 }
 
 // A stack file whose fleet block is wrong is named with the key and what
@@ -94,7 +106,7 @@ func TestFleetMatrixRefuses(t *testing.T) {
 		t.Errorf("exit %d, out %q, err:\n%s", code, out.String(), errs.String())
 	}
 	errs.Reset()
-	if code := run([]string{"fleet", "matrix", "-op", "rollout"}, fleetDir(t, map[string]string{"a": ""}), nil, &out, &errs); code != 1 || !strings.Contains(errs.String(), "--op: must be preview or up") {
+	if code := run([]string{"fleet", "matrix", "-op", "rollout"}, fleetDir(t, map[string]string{"a": ""}), nil, &out, &errs); code != 1 || !strings.Contains(errs.String(), "--op: must be one of preview, up, drift") {
 		t.Errorf("exit %d: %s", code, errs.String())
 	}
 }
