@@ -41,14 +41,15 @@ func fleetReport(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fleet report", flag.ContinueOnError)
 	format := fs.String("format", "markdown", "markdown, json or issues")
 	planned := fs.String("planned", "", "the fleet matrix output the run was cut from: its stacks without a report did not get the change")
+	check := fs.Bool("check", false, "after printing, fail when a stack failed or did not run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if !slices.Contains([]string{"markdown", "json", "issues"}, *format) {
 		return fmt.Errorf("--format: must be markdown, json or issues, got %q", *format)
 	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("fleet report: want the shard reports' files")
+	if fs.NArg() == 0 && *planned == "" {
+		return fmt.Errorf("fleet report: want the shard reports' files (or --planned: a run none of whose shards reported)")
 	}
 	var reports []fleet.ShardReport
 	for _, name := range fs.Args() {
@@ -66,7 +67,17 @@ func fleetReport(args []string, stdout io.Writer) error {
 		}
 		s.Planned(stacks)
 	}
-	switch *format {
+	if err := writeSummary(s, *format, stdout); err != nil {
+		return err
+	}
+	if *check && (s.Failed > 0 || len(s.NotRun) > 0) {
+		return fmt.Errorf("fleet %s: %d stacks failed, %d did not run", s.Op, s.Failed, len(s.NotRun))
+	}
+	return nil
+}
+
+func writeSummary(s fleet.Summary, format string, stdout io.Writer) error {
+	switch format {
 	case "markdown":
 		fmt.Fprint(stdout, s.Markdown())
 		return nil

@@ -164,10 +164,23 @@ func TestFleetReportPlannedAndIssues(t *testing.T) {
 		!strings.Contains(out.String(), "**2 stacks did not get the change** (a wave before theirs failed or was not approved): globex, initech") {
 		t.Errorf("exit %d: %s%s", code, out.String(), errs.String())
 	}
+	// -check: the rollout's report job fails on a failure or a stack left
+	// out, after printing; a run none of whose shards reported is all left out.
+	for _, args := range [][]string{{"-planned", planned, rep}, {"-planned", planned}} {
+		out.Reset()
+		errs.Reset()
+		if code := run(append([]string{"fleet", "report", "-check"}, args...), dir, nil, &out, &errs); code != 1 || !strings.Contains(out.String(), "did not get the change") ||
+			!strings.Contains(errs.String(), "did not run") {
+			t.Errorf("-check %v: exit %d: %s%s", args, code, out.String(), errs.String())
+		}
+	}
 	drift := filepath.Join(dir, "drift-1.json")
 	b, _ = json.Marshal(fleet.ShardReport{Op: "drift", Shard: 1, Stacks: []fleet.StackResult{
 		{Stack: "acme", Changes: map[string]int{"update": 1}}, {Stack: "globex", Changes: map[string]int{"same": 3}}}})
 	_ = os.WriteFile(drift, b, 0o644)
+	if code := run([]string{"fleet", "report", "-check", drift}, dir, nil, &out, &errs); code != 0 {
+		t.Errorf("-check on a clean run: exit %d: %s", code, errs.String())
+	}
 	out.Reset()
 	if code := run([]string{"fleet", "report", "-format", "issues", drift}, dir, nil, &out, &errs); code != 0 {
 		t.Fatalf("issues: %s", errs.String())
@@ -185,6 +198,7 @@ func TestFleetReportPlannedAndIssues(t *testing.T) {
 		{[]string{"fleet", "recover", "-stack", "acme"}, "check that the run named in the lock is gone"},
 		{[]string{"fleet", "rollback"}, "fleet: want a command: matrix, preview, up, drift, report or recover"},
 		{[]string{"fleet", "report", "-format", "xml", rep}, "--format: must be markdown, json or issues"},
+		{[]string{"fleet", "report"}, "want the shard reports' files"},
 	} {
 		errs.Reset()
 		if code := run(c.args, dir, nil, &out, &errs); code == 0 || !strings.Contains(errs.String(), c.want) {

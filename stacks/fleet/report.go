@@ -128,32 +128,77 @@ func FirstLine(err string) string {
 	return line
 }
 
+// MaxMarkdown is what a summary's Markdown may hold: GitHub refuses a
+// comment (and a step summary) over 65,536 characters, and a fleet's
+// failures with their full errors can pass that.
+const MaxMarkdown = 60000
+
 // Markdown is the summary as a pull request comment: the totals on top,
-// then each stack collapsed, a failure with its first error line.
+// then each stack collapsed, a failure with its first error line. Within
+// MaxMarkdown, every stack keeps its line and the details go while they
+// fit (failures come first); past it, the rest are counted.
 func (s Summary) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n**Fleet %s**: %d stacks, %d failed, %d with changes, %d unchanged.\n\n", Marker, s.Op, s.Stacks, s.Failed, s.Changed, s.Unchanged)
 	if len(s.NotRun) > 0 {
 		fmt.Fprintf(&b, "**%d stacks did not get the change** (a wave before theirs failed or was not approved): %s\n\n", len(s.NotRun), strings.Join(s.NotRun, ", "))
 	}
-	for _, r := range s.Results {
-		head := fmt.Sprintf("%s: %s", r.Stack, ChangeLine(r.Changes))
-		if r.Error != "" {
-			head = fmt.Sprintf("%s: **failed**: %s", r.Stack, FirstLine(r.Error))
+	// the one-line entries of the stacks not yet written, reserved
+	rest := 0
+	heads := make([]string, len(s.Results))
+	for i, r := range s.Results {
+		heads[i] = headline(r)
+		rest += len(listed(heads[i]))
+	}
+	for i, r := range s.Results {
+		rest -= len(listed(heads[i]))
+		full := collapsed(heads[i], details(r))
+		switch {
+		case b.Len()+len(full)+rest <= MaxMarkdown:
+			b.WriteString(full)
+		case b.Len()+len(listed(heads[i])) <= MaxMarkdown-200:
+			b.WriteString(listed(heads[i]))
+		default:
+			fmt.Fprintf(&b, "\n… and %d more stacks: the run's fleet-report artifacts have every stack, its report and its log.\n", len(s.Results)-i)
+			return b.String()
 		}
-		if c := r.MonthlyCost; c != nil && c.Before != c.After {
-			head += fmt.Sprintf(", monthly cost %.0f → %.0f %s (%+.0f)", c.Before, c.After, c.Currency, c.After-c.Before)
-		}
-		fmt.Fprintf(&b, "<details><summary>%s</summary>\n\n", head)
-		if r.Error != "" {
-			fmt.Fprintf(&b, "```\n%s\n```\n\n", strings.TrimSpace(r.Error))
-		}
-		for _, d := range r.Diff {
-			fmt.Fprintf(&b, "- `%s`\n", d)
-		}
-		fmt.Fprintf(&b, "\n%s in %.0f s\n</details>\n", ChangeLine(r.Changes), r.Seconds)
 	}
 	return b.String()
+}
+
+// listed is one stack's entry when its details do not fit: they are in
+// its log, with the run's artifacts.
+func listed(head string) string { return "- " + head + "\n" }
+
+func headline(r StackResult) string {
+	head := fmt.Sprintf("%s: %s", r.Stack, ChangeLine(r.Changes))
+	if r.Error != "" {
+		head = fmt.Sprintf("%s: **failed**: %s", r.Stack, FirstLine(r.Error))
+	}
+	if c := r.MonthlyCost; c != nil && c.Before != c.After {
+		head += fmt.Sprintf(", monthly cost %.0f → %.0f %s (%+.0f)", c.Before, c.After, c.Currency, c.After-c.Before)
+	}
+	return head
+}
+
+func details(r StackResult) string {
+	var b strings.Builder
+	if r.Error != "" {
+		fmt.Fprintf(&b, "```\n%s\n```\n\n", strings.TrimSpace(r.Error))
+	}
+	for _, d := range r.Diff {
+		fmt.Fprintf(&b, "- `%s`\n", d)
+	}
+	if len(r.Diff) > 0 {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "%s in %.0f s\n", ChangeLine(r.Changes), r.Seconds)
+	return b.String()
+}
+
+// collapsed is one stack's entry with its details.
+func collapsed(head, body string) string {
+	return fmt.Sprintf("<details><summary>%s</summary>\n\n%s</details>\n", head, body)
 }
 
 // ChangeLine is the changes as "2 create, 1 update", or "no changes".

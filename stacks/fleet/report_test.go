@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -86,5 +87,54 @@ func TestDriftIssues(t *testing.T) {
 	if got[0].Title != "Drift: stack acme" || !strings.Contains(got[0].Body, "- `update kubernetes:apps/v1:Deployment models-llama3-8b (spec)`") ||
 		!strings.Contains(got[0].Body, "1 update") {
 		t.Errorf("acme's issue: %+v", got[0])
+	}
+}
+
+// A fleet whose every stack failed with a long error still fits in one
+// comment (GitHub refuses one over 65,536 characters): the failures keep
+// their details while those fit, then their lines, and past that the rest
+// are counted, never cut mid-entry.
+func TestMarkdownFitsAComment(t *testing.T) {
+	t.Parallel()
+	failed := func(n int) []StackResult {
+		var out []StackResult
+		for i := range n {
+			out = append(out, StackResult{
+				Stack: fmt.Sprintf("customer%03d", i),
+				Error: fmt.Sprintf("stack customer%03d: up: boom\n%s", i, strings.Repeat("a long provider error line\n", 40)),
+				Diff:  []string{"update kubernetes:apps/v1:Deployment vllm (spec)"},
+			})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		stacks                     int
+		details, lines, more, tail bool
+	}{
+		{stacks: 3, details: true},
+		{stacks: 100, details: true, lines: true},
+		{stacks: 2000, lines: true, more: true},
+	} {
+		md := Merge([]ShardReport{{Op: OpUp, Stacks: failed(tc.stacks)}}).Markdown()
+		if len(md) > MaxMarkdown {
+			t.Errorf("%d stacks: %d characters, want at most %d", tc.stacks, len(md), MaxMarkdown)
+		}
+		shown := strings.Count(md, "<details>") + strings.Count(md, "\n- customer")
+		var more int
+		if i := strings.Index(md, "… and "); i >= 0 {
+			fmt.Sscanf(md[i:], "… and %d more stacks", &more)
+		}
+		if shown+more != tc.stacks || (more > 0) != tc.more {
+			t.Errorf("%d stacks: %d shown and %d counted", tc.stacks, shown, more)
+		}
+		if got := strings.Contains(md, "a long provider error line"); got != tc.details {
+			t.Errorf("%d stacks: details shown %v, want %v", tc.stacks, got, tc.details)
+		}
+		if got := strings.Contains(md, "\n- customer"); got != tc.lines {
+			t.Errorf("%d stacks: one-line entries %v, want %v", tc.stacks, got, tc.lines)
+		}
+		if !strings.Contains(md, "customer000: **failed**: stack customer000: up: boom") {
+			t.Errorf("%d stacks: the first failure is not named", tc.stacks)
+		}
 	}
 }
