@@ -6,10 +6,6 @@
 # of a warm preview's 5 seconds relinking. On a cold build, -v names each
 # package as it compiles, instead of minutes of dots.
 set -euo pipefail
-# A fleet shard job runs the binary its workflow built once for this very
-# commit (GPU_NODE_POOLS_PROGRAM), restored from the cache: no Go build
-# cache there, so go install would compile everything again, per job.
-if [ -n "${GPU_NODE_POOLS_PROGRAM:-}" ]; then exec "$GPU_NODE_POOLS_PROGRAM"; fi
 bin="${GPU_NODE_POOLS_PROGRAM_BIN:-$PWD/.pulumi-state/bin}"
 # -mod=readonly whatever the caller's GOFLAGS say: a preview never rewrites
 # go.mod or go.sum (make vet keeps them tidy).

@@ -220,6 +220,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		pulumitest.NoChanges(t, "preview after up", preview)
+		checkDrift(ctx, t, srv, s)
 		refreshed, err := s.Refresh(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -488,5 +489,34 @@ func upHidingSecrets(ctx context.Context, t *testing.T, s *automation.Stack, ope
 	}
 	if !outputs["apiKey"].Secret {
 		t.Errorf("apiKey output is not a secret")
+	}
+}
+
+// checkDrift is the drift run's check on a stack that applies to a
+// cluster: right after an up, a refresh in preview finds nothing; once an
+// object is deleted behind Pulumi's back, it finds exactly that one gone,
+// and the state is not written (a second look finds it again).
+func checkDrift(ctx context.Context, t *testing.T, srv *kubeapi.Server, s *automation.Stack) {
+	t.Helper()
+	clean, err := s.Drift(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clean["update"]+clean["delete"] > 0 || clean["same"] == 0 {
+		t.Errorf("drift right after up: %v, want only same", clean)
+	}
+	jobs := strings.Fields(srv.Kubectl(t, "get", "cronjobs.batch", "-n", "batch", "-o", "name"))
+	if len(jobs) == 0 {
+		t.Fatal("no CronJob in batch to change behind Pulumi's back")
+	}
+	srv.Kubectl(t, "delete", "-n", "batch", jobs[0])
+	for i := range 2 {
+		drifted, err := s.Drift(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if drifted["delete"] != 1 {
+			t.Errorf("drift #%d after deleting %s: %v, want 1 delete", i+1, jobs[0], drifted)
+		}
 	}
 }

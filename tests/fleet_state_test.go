@@ -35,7 +35,7 @@ type blobFleet struct {
 	env     map[string]string // the jobs' environment: each stack's passphrase
 }
 
-func newBlobFleet(t *testing.T, n int) *blobFleet {
+func newBlobFleet(t testing.TB, n int) *blobFleet {
 	t.Helper()
 	root := pulumitest.PulumiRoot(t)
 	az := azurite.Start(t, "fleet")
@@ -54,7 +54,7 @@ func newBlobFleet(t *testing.T, n int) *blobFleet {
 }
 
 // shard runs op over stacks as a shard job would.
-func (f *blobFleet) shard(ctx context.Context, t *testing.T, op string, n int, stacks []string, tweak func(*automation.Engine)) fleet.ShardReport {
+func (f *blobFleet) shard(ctx context.Context, t testing.TB, op string, n int, stacks []string, tweak func(*automation.Engine)) fleet.ShardReport {
 	t.Helper()
 	rep, err := automation.RunShard(ctx, automation.ShardRun{
 		Op: op, Shard: n, Stacks: stacks, ProjectDir: f.project, Parallel: 2, LogDir: t.TempDir(),

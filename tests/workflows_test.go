@@ -104,10 +104,9 @@ func TestFleetWorkflowsPlanWithStackctl(t *testing.T) {
 	}
 }
 
-// The toolchain and the binaries are built once (fleet-plan, cached per
+// The toolchain and stackctl are built once (fleet-plan, cached per
 // toolchain version and per commit) and restored by every shard job, which
-// compiles nothing: the same paths and keys, a miss is a failure, and the
-// program the engine runs is the restored one.
+// compiles nothing: the same paths and keys, a miss is a failure.
 func TestShardJobsRestoreNotRebuild(t *testing.T) {
 	t.Parallel()
 	plan, _ := readWorkflow(t, "fleet-plan.yml")
@@ -140,12 +139,9 @@ func TestShardJobsRestoreNotRebuild(t *testing.T) {
 			t.Errorf("fleet-shard.yml compiles (%q)", bad)
 		}
 	}
-	if !strings.Contains(shardText, "GPU_NODE_POOLS_PROGRAM: ${{ github.workspace }}/.fleet-bin/gpu-node-pools") {
-		t.Error("the shard's engine does not run the restored program")
-	}
-	b, err := os.ReadFile(filepath.Join("..", ".ci", "program.sh"))
-	if err != nil || !strings.Contains(string(b), `exec "$GPU_NODE_POOLS_PROGRAM"`) {
-		t.Errorf(".ci/program.sh does not run GPU_NODE_POOLS_PROGRAM (%v)", err)
+	// the program runs inline in the restored stackctl (Automation API)
+	if !strings.Contains(shardText, `.fleet-bin/stackctl fleet "$OP" -stacks "$STACKS"`) {
+		t.Error("the shard job does not run the restored stackctl")
 	}
 }
 
