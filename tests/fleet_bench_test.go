@@ -23,8 +23,8 @@ import (
 // time; the program runs inline, in the process). Each shard is fresh
 // stacks; one untimed preview warms the plugins first. It reports
 // the seconds per stack at each size, the marginal cost of one more stack
-// in a shard, a shard job's start cost (the caches' restore, measured as
-// their extraction, plus the toolchain's setup), and the projected wall
+// in a shard, a shard job's start cost (the toolchain cache's restore,
+// measured as its extraction, plus the toolchain's setup), and the projected wall
 // time for 200 and 1,000 stacks on 20 and 50 runners.
 //
 // go test ./tests -run '^$' -bench FleetShards -benchtime 1x
@@ -102,9 +102,9 @@ type startCost struct {
 }
 
 // jobStart is what a warm shard job spends before its first stack, on
-// this machine: extracting the two caches fleet-plan saves (the Pulumi
-// toolchain, the binaries and plugins) as actions/cache does (tar and
-// zstd), the download at an assumed 100 MB/s, and .ci/env.sh.
+// this machine: extracting the Pulumi toolchain cache as actions/cache
+// does (tar and zstd), its download at an assumed 100 MB/s, and
+// .ci/env.sh. The other cache (stackctl and the plugins) is not counted.
 func jobStart(b *testing.B) startCost {
 	root := pulumitest.PulumiRoot(b)
 	dir := b.TempDir()

@@ -106,10 +106,10 @@ func plannedStacks(name string) ([]string, error) {
 		return nil, fmt.Errorf("--planned: %w", err)
 	}
 	var waves []fleet.Wave
-	if _, ok := top["matrix"]; ok { // a preview's: {"count": N, "matrix": ...}
+	if raw, ok := top["matrix"]; ok { // a preview's: {"count": N, "matrix": ...}
 		var w fleet.Wave
-		if err := readJSON(name, &w, "a fleet matrix"); err != nil {
-			return nil, fmt.Errorf("--planned: %w", err)
+		if err := json.Unmarshal(raw, &w.Matrix); err != nil {
+			return nil, fmt.Errorf("--planned: %s: matrix: %w", name, err)
 		}
 		waves = append(waves, w)
 	}

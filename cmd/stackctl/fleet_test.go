@@ -174,6 +174,18 @@ func TestFleetReportPlannedAndIssues(t *testing.T) {
 			t.Errorf("-check %v: exit %d: %s%s", args, code, out.String(), errs.String())
 		}
 	}
+	// a preview's plan (one matrix, no waves) is read the same way
+	var pm bytes.Buffer
+	if code := run([]string{"fleet", "matrix", "-op", "preview"}, dir, nil, &pm, &errs); code != 0 {
+		t.Fatalf("preview matrix: %s", errs.String())
+	}
+	previewPlan := filepath.Join(dir, "preview.json")
+	_ = os.WriteFile(previewPlan, pm.Bytes(), 0o644)
+	out.Reset()
+	if code := run([]string{"fleet", "report", "-planned", previewPlan}, dir, nil, &out, &errs); code != 0 ||
+		!strings.Contains(out.String(), "**3 stacks did not get the change**") {
+		t.Errorf("preview plan: exit %d: %s%s", code, out.String(), errs.String())
+	}
 	drift := filepath.Join(dir, "drift-1.json")
 	b, _ = json.Marshal(fleet.ShardReport{Op: "drift", Shard: 1, Stacks: []fleet.StackResult{
 		{Stack: "acme", Changes: map[string]int{"update": 1}}, {Stack: "globex", Changes: map[string]int{"same": 3}}}})

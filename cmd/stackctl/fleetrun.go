@@ -76,8 +76,9 @@ func fleetRun(op string, args []string, dir string, stdout io.Writer) error {
 }
 
 // fleetRecover repairs a stack whose up was killed (automation.Recover):
-// it names the lock and the pending operations, and with -yes removes the
-// lock and clears them. Only when the run that held the lock is gone.
+// with -yes, once the run that held the lock is gone, it removes the lock
+// and clears the pending operations, naming each; without, it refuses and
+// says what to check.
 func fleetRecover(args []string, dir string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("fleet recover", flag.ContinueOnError)
 	stack := fs.String("stack", "", "the stack whose run was killed")
