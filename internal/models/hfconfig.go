@@ -98,7 +98,8 @@ func FromConfig(b []byte) (Card, error) {
 		return Card{}, fmt.Errorf("hidden_size, num_hidden_layers, num_attention_heads and vocab_size must all be > 0")
 	}
 	total, active := c.parameters(kind)
-	card := Card{ParametersB: total / 1e9, ActiveParametersB: active / 1e9, NativeContext: c.MaxPositionEmbeddings, Shape: c.shape(kind)}
+	card := Card{ParametersB: total / 1e9, ActiveParametersB: active / 1e9, NativeContext: c.MaxPositionEmbeddings, Shape: c.shape(kind),
+		Embedding: Embedding{VocabSize: c.VocabSize, Tied: c.TieWordEmbeddings}}
 	if slices.Contains(moeTypes, kind) || slices.Contains(mlaTypes, kind) {
 		card.Experts, card.ExpertsPerToken = c.experts(), c.ExpertsPerToken
 	}

@@ -65,7 +65,7 @@ func TestConfigFilesAgainstTheCatalog(t *testing.T) {
 		if math.Abs(got.ParametersB/want.ParametersB-1) > 0.01 || math.Abs(got.ActiveParametersB/want.ActiveParametersB-1) > 0.02 {
 			t.Errorf("%s: %.2fB (%.2fB active), catalog %.2fB (%.2fB)", name, got.ParametersB, got.ActiveParametersB, want.ParametersB, want.ActiveParametersB)
 		}
-		if got.Shape != want.Shape || got.NativeContext != want.NativeContext || got.Quantization != want.Quantization ||
+		if got.Shape != want.Shape || got.Embedding != want.Embedding || got.NativeContext != want.NativeContext || got.Quantization != want.Quantization ||
 			got.Experts != want.Experts || got.ExpertsPerToken != want.ExpertsPerToken || got.Name != name {
 			t.Errorf("%s: %+v, catalog %+v", name, got, want)
 		}

@@ -119,6 +119,8 @@ type Card struct {
 	// n_routed_experts, num_experts_per_tok); 0 for a dense model.
 	Experts, ExpertsPerToken int
 	Shape
+	// Embedding is the token embedding table; zero where unknown.
+	Embedding
 	// NativeContext is max_position_embeddings: the longest context the
 	// model was built for.
 	NativeContext int
@@ -127,6 +129,25 @@ type Card struct {
 	Quantization string
 	// Source is the config.json the numbers come from.
 	Source string
+}
+
+// Embedding is a model's token embedding table: vocab_size rows of
+// hidden_size, and whether the output head is the same matrix
+// (tie_word_embeddings).
+type Embedding struct {
+	VocabSize int
+	Tied      bool
+}
+
+// GatheredB is the part of the parameters (billions) a forward pass only
+// gathers rows of rather than reads or multiplies: the input embedding
+// table when the output head is a matrix of its own. Tied, the table is
+// the head, read whole every step; unknown, nothing is assumed.
+func (c Card) GatheredB() float64 {
+	if c.Tied || c.VocabSize <= 0 {
+		return 0
+	}
+	return float64(c.VocabSize) * float64(c.HiddenSize) / 1e9
 }
 
 // Catalog holds the models; Lookup finds one by any of its names.

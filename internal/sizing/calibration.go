@@ -34,7 +34,7 @@ type Calibration struct {
 	// GPUs it spans (log2 tp of them), by link (LinkKey).
 	AllReduceSeconds map[string]float64
 	// GPUs are the efficiencies of the GPUs an oracle covers, by model;
-	// Fallback is for the others (A100 PCIe, H100 NVL, V100, T4, A10).
+	// Fallback is for the others (A100 PCIe, H100 NVL, V100, T4).
 	GPUs     map[string]Efficiency
 	Fallback Efficiency
 }
@@ -46,17 +46,18 @@ type Calibration struct {
 // (TestHeldOutOracles, and the bands every design carries).
 var Calibrated = Calibration{
 	Engines: map[string]EngineCost{
-		VLLM:   {StepSeconds: 1e-06, PerSequenceSeconds: 1e-06},
-		VLLMV0: {StepSeconds: 0.001115, PerSequenceSeconds: 0.0001839},
-		TRTLLM: {StepSeconds: 0.003455, PerSequenceSeconds: 1e-06},
+		VLLM:   {StepSeconds: 0.0002684, PerSequenceSeconds: 1e-06},
+		VLLMV0: {StepSeconds: 0.0014, PerSequenceSeconds: 0.0001838},
+		TRTLLM: {StepSeconds: 0.003753, PerSequenceSeconds: 1e-06},
 	},
-	AllReduceSeconds: map[string]float64{"NVLink 600": 2.603e-05, "NVLink 900": 1.626e-05},
+	AllReduceSeconds: map[string]float64{"NVLink 600": 2.477e-05, "NVLink 900": 1.56e-05},
 	GPUs: map[string]Efficiency{
-		catalog.A100SXM80.Model: {Memory: 0.772, Compute: 0.522},
-		catalog.H100SXM.Model:   {Memory: 0.8979, Compute: 0.522},
-		catalog.H200SXM.Model:   {Memory: 0.8734, Compute: 0.522},
+		catalog.A100SXM80.Model: {Memory: 0.7459, Compute: 0.5143},
+		catalog.H100SXM.Model:   {Memory: 0.9, Compute: 0.5143},
+		catalog.H200SXM.Model:   {Memory: 0.8756, Compute: 0.5143},
+		catalog.A10.Model:       {Memory: 0.9, Compute: 0.5143},
 	},
-	Fallback: Efficiency{Memory: 0.772, Compute: 0.522},
+	Fallback: Efficiency{Memory: 0.7459, Compute: 0.5143},
 }
 
 // LinkKey names a link in AllReduceSeconds: its kind and bandwidth

@@ -30,7 +30,7 @@ type parameter struct {
 
 // The ranges: an engine step of at most 5 ms and 1 ms per sequence; an
 // all-reduce doubling of 1-100 µs; at most 90 % of the data sheet
-// bandwidth (what a streaming kernel reaches on HBM) and 80 % of dense
+// bandwidth (what a streaming kernel reaches on HBM or GDDR6) and 80 % of dense
 // Tensor Core peak; at least 30 % of either.
 const (
 	maxStep, maxPerSequence = 5e-3, 1e-3
@@ -106,7 +106,8 @@ var parameters = []parameter{
 	engineParam(VLLM, false), engineParam(VLLMV0, false), engineParam(TRTLLM, false),
 	engineParam(VLLMV0, true), engineParam(TRTLLM, true),
 	linkParam(catalog.NVLink3), linkParam(catalog.NVLink4),
-	gpuParam(catalog.A100SXM80, false), gpuParam(catalog.H100SXM, false), gpuParam(catalog.H200SXM, false), gpuParam(catalog.H100SXM, true),
+	gpuParam(catalog.A100SXM80, false), gpuParam(catalog.H100SXM, false), gpuParam(catalog.H200SXM, false), gpuParam(catalog.A10, false),
+	gpuParam(catalog.H100SXM, true),
 }
 
 // tie applies the ties above.
@@ -115,7 +116,7 @@ func tie(c *Calibration) {
 	v1.PerSequenceSeconds = c.Engines[TRTLLM].PerSequenceSeconds
 	c.Engines[VLLM] = v1
 	compute := c.GPUs[catalog.H100SXM.Model].Compute
-	for _, g := range []catalog.GPU{catalog.A100SXM80, catalog.H200SXM} {
+	for _, g := range []catalog.GPU{catalog.A100SXM80, catalog.H200SXM, catalog.A10} {
 		e := c.GPUs[g.Model]
 		e.Compute = compute
 		c.GPUs[g.Model] = e
@@ -132,7 +133,7 @@ func initial() Calibration {
 	return Calibration{
 		Engines:          map[string]EngineCost{VLLM: e, VLLMV0: e, TRTLLM: e},
 		AllReduceSeconds: map[string]float64{LinkKey(catalog.NVLink3): 20e-6, LinkKey(catalog.NVLink4): 20e-6},
-		GPUs:             map[string]Efficiency{catalog.A100SXM80.Model: eff, catalog.H100SXM.Model: eff, catalog.H200SXM.Model: eff},
+		GPUs:             map[string]Efficiency{catalog.A100SXM80.Model: eff, catalog.H100SXM.Model: eff, catalog.H200SXM.Model: eff, catalog.A10.Model: eff},
 		Fallback:         eff,
 	}
 }

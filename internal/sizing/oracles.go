@@ -48,6 +48,7 @@ var oracleGPUs = map[string]struct {
 	"A100-SXM4-40GB": {catalog.A100SXM40, catalog.NVLink3},
 	"H100-SXM":       {catalog.H100SXM, catalog.NVLink4},
 	"H200-SXM":       {catalog.H200SXM, catalog.NVLink4},
+	"A10":            {catalog.A10, catalog.PCIe4},
 }
 
 // Oracles are the measurements, parsed once.

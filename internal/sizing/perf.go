@@ -54,7 +54,8 @@ func (c Calibration) On(engine string, entry models.Card, m fit.Model, sku catal
 }
 
 // weightBytesRead is what one decode step of batch sequences reads of the
-// weights on one GPU. A dense model reads them all. A mixture of experts
+// weights on one GPU. A dense model reads them all but the input
+// embedding table, of which it gathers only the batch's rows. A mixture of experts
 // reads its shared weights (attention, embeddings, shared experts) always
 // and the routed experts the batch's tokens touch: with E experts and k
 // per token, routed uniformly, an expert is missed by one token with
@@ -66,7 +67,14 @@ func (d Deployment) weightBytesRead(batch int) float64 {
 		routed := (total - active) / (1 - k/e) // all routed experts' parameters
 		touched = total - routed + routed*(1-math.Pow(1-k/e, float64(max(batch, 1))))
 	}
-	return touched * 1e9 * d.BytesPerParameter / float64(d.TensorParallel)
+	return (touched - d.Model.GatheredB()) * 1e9 * d.BytesPerParameter / float64(d.TensorParallel)
+}
+
+// matmulParametersB are the parameters a token is multiplied through
+// (billions): the active ones but the input embedding table, which is
+// only looked up.
+func (d Deployment) matmulParametersB() float64 {
+	return d.Model.ActiveParametersB - d.Model.GatheredB()
 }
 
 // allReduce is the time of one all-reduce of bytes across the replica's
@@ -118,7 +126,7 @@ func (d Deployment) DecodeStep(batch, context int) float64 {
 	batch = max(batch, 1)
 	kv := float64(batch) * float64(context) * float64(d.Model.KVBytesPerTokenPerGPU(d.TensorParallel, d.KVBytes))
 	memory := (d.weightBytesRead(batch) + kv) / d.bandwidth()
-	compute := 2 * d.Model.ActiveParametersB * 1e9 * float64(batch) / float64(d.TensorParallel) / d.flops()
+	compute := 2 * d.matmulParametersB() * 1e9 * float64(batch) / float64(d.TensorParallel) / d.flops()
 	return math.Max(memory, compute) + d.comm(batch) + d.Engine.StepSeconds + float64(batch)*d.Engine.PerSequenceSeconds
 }
 
@@ -137,7 +145,7 @@ func (d Deployment) Prefill(tokens int) float64 { return d.prefill(1, tokens) }
 // and a step's cost.
 func (d Deployment) prefill(prompts, tokens int) float64 {
 	n, p := float64(prompts), float64(tokens)
-	work := n * (2*d.Model.ActiveParametersB*1e9*p + 2*float64(d.Model.Layers)*p*p*float64(d.Model.HiddenSize))
+	work := n * (2*d.matmulParametersB()*1e9*p + 2*float64(d.Model.Layers)*p*p*float64(d.Model.HiddenSize))
 	compute := work / float64(d.TensorParallel) / d.flops()
 	return math.Max(compute, d.weightBytesRead(prompts*tokens)/d.bandwidth()) + d.comm(prompts*tokens) + d.Engine.StepSeconds
 }

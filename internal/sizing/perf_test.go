@@ -1,6 +1,7 @@
 package sizing
 
 import (
+	"math"
 	"testing"
 
 	"github.com/natron/gpu-node-pools/internal/catalog"
@@ -58,7 +59,17 @@ func TestPerformanceDirections(t *testing.T) {
 		t.Error("PCIe all-reduces are not slower than NVLink")
 	}
 	moe := deployment(t, "mixtral-8x7b", "", natron.Profiles, "h100-80gb-x8", 2)
-	if moe.weightBytesRead(1) >= moe.weightBytesRead(16) || moe.weightBytesRead(64) > moe.weightBytesRead(1)*46.7/12.9+1 {
+	g := moe.Model.GatheredB() // the input embedding table: looked up, not read
+	if moe.weightBytesRead(1) >= moe.weightBytesRead(16) || moe.weightBytesRead(64) > moe.weightBytesRead(1)*(46.7-g)/(12.9-g)+1 {
 		t.Error("a mixture of experts reads its active weights for one sequence, up to all of them for a batch")
+	}
+	// Untied, the input table is only looked up: a step reads the output
+	// head (vocab × hidden) but not the table's other copy; tied, the one
+	// table is the head and is read whole.
+	dense := deployment(t, "llama-3.1-8b", "", natron.Profiles, "h100-80gb-x8", 1)
+	tied := dense
+	tied.Model.Tied = true
+	if d := tied.weightBytesRead(1) - dense.weightBytesRead(1); math.Abs(d-128256*4096*2) > 1 {
+		t.Errorf("an untied model reads %.0f bytes less than a tied one, want its input table's %d", d, 128256*4096*2)
 	}
 }
