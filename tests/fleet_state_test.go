@@ -146,6 +146,14 @@ func TestFleetShardsShareBlobState(t *testing.T) {
 		if n := len(f.checkpoint(t, s).Checkpoint.Latest.Resources); n < 10 {
 			t.Errorf("%s: %d resources in its state in the container", s, n)
 		}
+		// the stack file's relative renderDir is the project's (the
+		// program resolves it), not the job's working directory
+		if files, _ := filepath.Glob(filepath.Join(f.project, "rendered", s, "workload", "*", "*.yaml")); len(files) == 0 {
+			t.Errorf("%s: nothing rendered under the project's rendered/%s/workload", s, s)
+		}
+		if _, err := os.Stat(filepath.Join("rendered", s)); err == nil {
+			t.Errorf("%s: rendered in the test's working directory", s)
+		}
 	}
 	if locks := f.az.Blobs(t, ".pulumi/locks/"); len(locks) > 0 {
 		t.Errorf("locks left behind: %v", locks)

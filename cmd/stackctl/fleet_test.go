@@ -218,3 +218,35 @@ func TestFleetReportPlannedAndIssues(t *testing.T) {
 		}
 	}
 }
+
+// A job whose secrets variable is not the JSON object toJSON(secrets)
+// gives stops at once, naming the variable, and runs no stack (else each
+// would fail alone on a passphrase it never got); unset, the environment
+// alone is read.
+func TestFleetSecretsMustBeJSON(t *testing.T) {
+	dir := fleetDir(t, map[string]string{"acme": ""})
+	out := t.TempDir()
+	for _, tc := range []struct{ cmd, value string }{
+		{"preview", "{not json"},
+		{"recover", `["a list"]`},
+		{"up", `{"PULUMI_CONFIG_PASSPHRASE_ACME": 7}`},
+	} {
+		t.Setenv(FleetSecretsEnv, tc.value)
+		args := []string{"fleet", tc.cmd, "-stacks", "acme", "-out", out}
+		if tc.cmd == "recover" {
+			args = []string{"fleet", "recover", "-stack", "acme", "-yes"}
+		}
+		var stdout, errs bytes.Buffer
+		if code := run(args, dir, nil, &stdout, &errs); code == 0 || !strings.Contains(errs.String(), FleetSecretsEnv+": not a JSON object") {
+			t.Errorf("%s with %s=%s: exit %d, %s", tc.cmd, FleetSecretsEnv, tc.value, code, errs.String())
+		}
+		if _, err := os.Stat(filepath.Join(out, "shard-1.json")); err == nil {
+			t.Errorf("%s: a report was written: stacks ran", tc.cmd)
+		}
+	}
+	t.Setenv(FleetSecretsEnv, `{"PULUMI_CONFIG_PASSPHRASE_ACME": "from-the-secrets"}`)
+	getenv, err := fleetGetenv()
+	if err != nil || getenv("PULUMI_CONFIG_PASSPHRASE_ACME") != "from-the-secrets" {
+		t.Errorf("a JSON object of secrets: %v, %q", err, getenv("PULUMI_CONFIG_PASSPHRASE_ACME"))
+	}
+}

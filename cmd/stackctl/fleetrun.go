@@ -38,7 +38,10 @@ func fleetRun(op string, args []string, dir string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logs := filepath.Join(*out, fmt.Sprintf("shard-%d-logs", *shard))
-	getenv := fleetGetenv()
+	getenv, err := fleetGetenv()
+	if err != nil {
+		return err
+	}
 	e := automation.Engine{ChartDir: os.Getenv("GPU_NODE_POOLS_CHART_DIR")}
 	rep, err := automation.RunShard(ctx, automation.ShardRun{
 		Op: op, Wave: *wave, Shard: *shard, Stacks: strings.Fields(*stacks),
@@ -94,7 +97,11 @@ func fleetRecover(args []string, dir string, stdout io.Writer) error {
 			"check that the run named in the lock is gone (its job ended, its runner lost), then pass -yes", *stack)
 	}
 	ctx := context.Background()
-	e, err := automation.Engine{ChartDir: os.Getenv("GPU_NODE_POOLS_CHART_DIR"), Progress: stdout}.ForStack(dir, *stack, fleetGetenv())
+	getenv, err := fleetGetenv()
+	if err != nil {
+		return err
+	}
+	e, err := automation.Engine{ChartDir: os.Getenv("GPU_NODE_POOLS_CHART_DIR"), Progress: stdout}.ForStack(dir, *stack, getenv)
 	if err != nil {
 		return fmt.Errorf("stack %s: %w", *stack, err)
 	}
@@ -123,14 +130,21 @@ func fleetRecover(args []string, dir string, stdout io.Writer) error {
 const FleetSecretsEnv = "GPU_NODE_POOLS_FLEET_SECRETS"
 
 // fleetGetenv reads a variable from the environment, else from
-// FleetSecretsEnv.
-func fleetGetenv() func(string) string {
+// FleetSecretsEnv. A FleetSecretsEnv that is set but not a JSON object of
+// strings stops the job at once, naming it: else every stack of the shard
+// would fail alone on its missing passphrase, and the cause would be
+// nowhere.
+func fleetGetenv() (func(string) string, error) {
 	var secrets map[string]string
-	_ = json.Unmarshal([]byte(os.Getenv(FleetSecretsEnv)), &secrets) // none or not JSON: the environment alone
+	if raw := os.Getenv(FleetSecretsEnv); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &secrets); err != nil {
+			return nil, fmt.Errorf("%s: not a JSON object of names to strings, as ${{ toJSON(secrets) }} gives: %w", FleetSecretsEnv, err)
+		}
+	}
 	return func(k string) string {
 		if v := os.Getenv(k); v != "" {
 			return v
 		}
 		return secrets[k]
-	}
+	}, nil
 }

@@ -187,12 +187,16 @@ func renderStack(args []string, dir string, stdout io.Writer) error {
 	}
 	ctx := context.Background()
 	objects := 0
+	getenv, err := fleetGetenv()
+	if err != nil {
+		return err
+	}
 	e, err := automation.Engine{OnEvent: func(_ string, ev events.EngineEvent) {
 		// objects, not the providers, components and charts around them
 		if o := ev.ResOutputsEvent; o != nil && strings.HasPrefix(o.Metadata.Type, "kubernetes:") && o.Metadata.Type != "kubernetes:helm.sh/v4:Chart" {
 			objects++
 		}
-	}}.ForStack(dir, *stack, fleetGetenv())
+	}}.ForStack(dir, *stack, getenv)
 	if err != nil {
 		return fmt.Errorf("stack %s: %w", *stack, err)
 	}

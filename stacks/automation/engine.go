@@ -110,31 +110,35 @@ func pulumiCommand(root string) (auto.PulumiCommand, error) {
 // (which keeps its settings, the encryption salt), the secrets provider and
 // the project.
 func (e Engine) workspaceOptions(name string) ([]auto.LocalWorkspaceOption, error) {
+	opts, _, err := e.workspace(name, nil)
+	return opts, err
+}
+
+// workspace is workspaceOptions with the project's config declarations
+// (Pulumi.yaml's types and defaults), and the work directory.
+func (e Engine) workspace(name string, decls map[string]workspace.ProjectConfigType) ([]auto.LocalWorkspaceOption, string, error) {
 	_, opts, err := e.env()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	dir := e.WorkDir
 	if dir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		dir = filepath.Join(base, "gpu-node-pools", "workspaces")
 	}
 	dir = filepath.Join(dir, name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	secrets := e.SecretsProvider
 	if secrets == "" {
 		secrets = "passphrase"
 	}
-	return append(opts,
-		auto.WorkDir(dir),
-		auto.SecretsProvider(secrets),
-		auto.Project(workspace.Project{Name: tokens.PackageName(config.Namespace), Runtime: workspace.NewProjectRuntimeInfo("go", nil)}),
-	), nil
+	project := workspace.Project{Name: tokens.PackageName(config.Namespace), Runtime: workspace.NewProjectRuntimeInfo("go", nil), Config: decls}
+	return append(opts, auto.WorkDir(dir), auto.SecretsProvider(secrets), auto.Project(project)), dir, nil
 }
 
 // getenv is a variable of the engine's environment: Env's, else this

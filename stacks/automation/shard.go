@@ -116,7 +116,7 @@ func (r ShardRun) operate(ctx context.Context, stack string, log io.Writer, res 
 	e.OnEvent = chainEvents(e.OnEvent, diff.record)
 	// a new customer's stack is created by its first preview or up;
 	// drift reads stacks that exist
-	s, cfg, err := openFromFile(ctx, r.ProjectDir, stack, e, r.Op != fleet.OpDrift)
+	s, cfg, err := openFile(ctx, r.ProjectDir, stack, e, r.Op != fleet.OpDrift)
 	if err != nil {
 		return err
 	}
@@ -168,21 +168,12 @@ func expected(p *plan.Stack) (float64, string, bool) {
 	return 0, "", false
 }
 
-// OpenFromFile opens a stack of the fleet from its stack file in
-// projectDir (LoadStack, then OpenStack): to recover it, say. The stack
-// exists in e's backend.
+// OpenFromFile opens a stack of the fleet on its stack file in projectDir,
+// as a shard runs it (its secrets decrypted by the engine only): to
+// recover it, say. The stack exists in e's backend.
 func OpenFromFile(ctx context.Context, projectDir, stack string, e Engine) (*Stack, error) {
-	s, _, err := openFromFile(ctx, projectDir, stack, e, false)
+	s, _, err := openFile(ctx, projectDir, stack, e, false)
 	return s, err
-}
-
-func openFromFile(ctx context.Context, projectDir, stack string, e Engine, create bool) (*Stack, *config.Config, error) {
-	cfg, err := loadStack(ctx, projectDir, stack, e, create)
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := OpenStack(ctx, stack, cfg, e)
-	return s, cfg, err
 }
 
 // headline puts the engine's own error line first: the CLI's failure

@@ -1,7 +1,6 @@
 package automation
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,21 +110,6 @@ func SelectStack(ctx context.Context, projectDir, name string, e Engine) (*Stack
 		return nil, err
 	}
 	s, err := auto.SelectStackLocalSource(ctx, name, projectDir, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("stack %s in %s: %w", name, projectDir, err)
-	}
-	return &Stack{name: name, engine: e, stack: s}, nil
-}
-
-// upsertStack is SelectStack, creating the stack with e's secrets
-// provider when e's backend does not have it.
-func upsertStack(ctx context.Context, projectDir, name string, e Engine) (*Stack, error) {
-	_, opts, err := e.env()
-	if err != nil {
-		return nil, err
-	}
-	opts = append(opts, auto.SecretsProvider(cmp.Or(e.SecretsProvider, "passphrase")))
-	s, err := auto.UpsertStackLocalSource(ctx, name, projectDir, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("stack %s in %s: %w", name, projectDir, err)
 	}

@@ -17,17 +17,7 @@ import (
 // checked as the program would check it, so a tool learns of every problem
 // before it changes anything.
 func LoadStack(ctx context.Context, projectDir, stack string, e Engine) (*config.Config, error) {
-	return loadStack(ctx, projectDir, stack, e, false)
-}
-
-// loadStack is LoadStack; create makes the stack in e's backend first
-// when it is not there (a new customer's first preview).
-func loadStack(ctx context.Context, projectDir, stack string, e Engine, create bool) (*config.Config, error) {
-	open := SelectStack
-	if create {
-		open = upsertStack
-	}
-	s, err := open(ctx, projectDir, stack, e)
+	s, err := SelectStack(ctx, projectDir, stack, e)
 	if err != nil {
 		return nil, err
 	}

@@ -24,10 +24,29 @@ import (
 
 // Program is the whole Pulumi program. main.go and the Automation API both
 // run exactly this function.
-func Program(ctx *pulumi.Context) error {
-	p, err := plan.Load(rawConfig(ctx), ctx.Stack())
+func Program(ctx *pulumi.Context) error { return run(ctx, nil) }
+
+// Resolved is Program with change applied to the decoded config before it
+// is planned: the Automation API runs a stack file as it is and makes its
+// relative paths absolute, and fills in the chart directory of the machine
+// it runs on, here rather than in the stack's config.
+func Resolved(change func(*config.Config) *config.Config) pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error { return run(ctx, change) }
+}
+
+func run(ctx *pulumi.Context, change func(*config.Config) *config.Config) error {
+	raw := rawConfig(ctx)
+	p, err := plan.Load(raw, ctx.Stack())
 	if err != nil {
 		return err // nothing registered yet: a bad config changes nothing
+	}
+	if change != nil {
+		cfg, _, _ := config.Decode(raw) // decodes cleanly: Load found no problem
+		warnings := p.Warnings
+		if p, err = plan.Resolve(change(cfg), ctx.Stack()); err != nil {
+			return err
+		}
+		p.Warnings = warnings
 	}
 	for _, w := range p.Warnings {
 		if err := ctx.Log.Warn(w, nil); err != nil {
