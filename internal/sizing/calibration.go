@@ -14,7 +14,12 @@ type Efficiency struct{ Memory, Compute float64 }
 // EngineCost is what an engine's scheduler costs each step: a fixed part
 // (scheduling, kernel launches between CUDA graphs) and a part per
 // sequence in the batch (sampling, detokenizing, bookkeeping on the CPU).
-type EngineCost struct{ StepSeconds, PerSequenceSeconds float64 }
+// AllReduce scales the link's all-reduce latency for an engine with
+// kernels of its own (TensorRT-LLM's all-reduce plugin); 0 is vLLM's, 1.
+// RequestSeconds is what a served request costs outside the GPU before
+// its first token reaches the client (HTTP, tokenizing, the first
+// detokenized chunk); an offline batch (vLLM's latency benchmark) has none.
+type EngineCost struct{ StepSeconds, PerSequenceSeconds, AllReduce, RequestSeconds float64 }
 
 // The engine generations the oracles were measured on. The planner sizes
 // vLLM's V1 engine, which the pinned image (v0.11) runs; V0 (vLLM before
@@ -46,18 +51,18 @@ type Calibration struct {
 // (TestHeldOutOracles, and the bands every design carries).
 var Calibrated = Calibration{
 	Engines: map[string]EngineCost{
-		VLLM:   {StepSeconds: 0.0002684, PerSequenceSeconds: 1e-06},
-		VLLMV0: {StepSeconds: 0.0014, PerSequenceSeconds: 0.0001838},
-		TRTLLM: {StepSeconds: 0.003753, PerSequenceSeconds: 1e-06},
+		VLLM:   {StepSeconds: 0.0002582, PerSequenceSeconds: 8.036e-06, RequestSeconds: 0.00533},
+		VLLMV0: {StepSeconds: 0.001359, PerSequenceSeconds: 0.0001882},
+		TRTLLM: {StepSeconds: 0.001967, PerSequenceSeconds: 8.036e-06, AllReduce: 2.141, RequestSeconds: 0.00533},
 	},
-	AllReduceSeconds: map[string]float64{"NVLink 600": 2.477e-05, "NVLink 900": 1.56e-05},
+	AllReduceSeconds: map[string]float64{"NVLink 600": 2.484e-05, "NVLink 900": 1.54e-05},
 	GPUs: map[string]Efficiency{
-		catalog.A100SXM80.Model: {Memory: 0.7459, Compute: 0.5143},
-		catalog.H100SXM.Model:   {Memory: 0.9, Compute: 0.5143},
-		catalog.H200SXM.Model:   {Memory: 0.8756, Compute: 0.5143},
-		catalog.A10.Model:       {Memory: 0.9, Compute: 0.5143},
+		catalog.A100SXM80.Model: {Memory: 0.7457, Compute: 0.5319},
+		catalog.H100SXM.Model:   {Memory: 0.9, Compute: 0.5319},
+		catalog.H200SXM.Model:   {Memory: 0.871, Compute: 0.5319},
+		catalog.A10.Model:       {Memory: 0.8467, Compute: 0.5319},
 	},
-	Fallback: Efficiency{Memory: 0.7459, Compute: 0.5143},
+	Fallback: Efficiency{Memory: 0.7457, Compute: 0.5319},
 }
 
 // LinkKey names a link in AllReduceSeconds: its kind and bandwidth

@@ -85,7 +85,7 @@ func Evaluate(card models.Card, sku catalog.SKU, s Setup) (*Evaluation, error) {
 	d := NewDeployment(card, m, sku, s.TensorParallel)
 	l := d.Under(s.Concurrency, s.Prompt, s.Output)
 	_, calibrated := Calibrated.Of(sku.GPU)
-	decode, prefill, rate := Bands[DecodeRegime(s.Concurrency)], Bands[Prefill], Bands[Throughput]
+	decode, prefill, rate := Bands[DecodeRegime(s.Concurrency)], Bands[PrefillRegime(s.Concurrency)], Bands[Throughput]
 	e := &Evaluation{
 		Model: card.Name, SKU: sku.Name, GPU: sku.GPU.Model, TensorParallel: s.TensorParallel, Concurrency: s.Concurrency,
 		Prompt: s.Prompt, Output: s.Output, Quantization: s.Quantization, KVCacheDtype: s.KVCacheDtype,

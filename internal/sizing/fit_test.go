@@ -38,6 +38,18 @@ const (
 	minCompute, maxCompute  = 0.3, 0.8
 )
 
+// requestParam is an engine's cost of a served request outside the GPU,
+// at most 50 ms.
+func requestParam(engine string) parameter {
+	return parameter{name: engine + " per request", lo: 1e-6, hi: 50e-3,
+		get: func(c *Calibration) float64 { return c.Engines[engine].RequestSeconds },
+		set: func(c *Calibration, v float64) {
+			e := c.Engines[engine]
+			e.RequestSeconds = v
+			c.Engines[engine] = e
+		}}
+}
+
 func engineParam(engine string, perSequence bool) parameter {
 	name := engine + " step"
 	if perSequence {
@@ -92,6 +104,18 @@ func gpuParam(g catalog.GPU, compute bool) parameter {
 		}}
 }
 
+// allReduceParam is an engine's all-reduce latency relative to vLLM's,
+// within a fifth to five times.
+func allReduceParam(engine string) parameter {
+	return parameter{name: engine + " all-reduce factor", lo: 0.2, hi: 5,
+		get: func(c *Calibration) float64 { return c.Engines[engine].AllReduce },
+		set: func(c *Calibration, v float64) {
+			e := c.Engines[engine]
+			e.AllReduce = v
+			c.Engines[engine] = e
+		}}
+}
+
 func linkParam(l catalog.Link) parameter {
 	k := LinkKey(l)
 	return parameter{name: k + " all-reduce", lo: 1e-6, hi: 100e-6,
@@ -99,12 +123,13 @@ func linkParam(l catalog.Link) parameter {
 }
 
 // The fitted parameters. Ties, where no fit oracle separates two
-// constants: vLLM V1's per-sequence cost is TensorRT-LLM's (both overlap
-// scheduling with the GPU), every GPU's prefill efficiency is the H100's,
+// constants: vLLM V1's per-sequence and per-request costs are
+// TensorRT-LLM's (both overlap scheduling with the GPU; no V1 oracle
+// measures a first token), every GPU's prefill efficiency is the H100's,
 // and the GPUs without an oracle take the A100 SXM's memory efficiency.
 var parameters = []parameter{
 	engineParam(VLLM, false), engineParam(VLLMV0, false), engineParam(TRTLLM, false),
-	engineParam(VLLMV0, true), engineParam(TRTLLM, true),
+	engineParam(VLLMV0, true), engineParam(TRTLLM, true), allReduceParam(TRTLLM), requestParam(TRTLLM),
 	linkParam(catalog.NVLink3), linkParam(catalog.NVLink4),
 	gpuParam(catalog.A100SXM80, false), gpuParam(catalog.H100SXM, false), gpuParam(catalog.H200SXM, false), gpuParam(catalog.A10, false),
 	gpuParam(catalog.H100SXM, true),
@@ -114,6 +139,7 @@ var parameters = []parameter{
 func tie(c *Calibration) {
 	v1 := c.Engines[VLLM]
 	v1.PerSequenceSeconds = c.Engines[TRTLLM].PerSequenceSeconds
+	v1.RequestSeconds = c.Engines[TRTLLM].RequestSeconds
 	c.Engines[VLLM] = v1
 	compute := c.GPUs[catalog.H100SXM.Model].Compute
 	for _, g := range []catalog.GPU{catalog.A100SXM80, catalog.H200SXM, catalog.A10} {
@@ -129,9 +155,11 @@ func tie(c *Calibration) {
 // 50 % of Tensor Core peak), so that the fit is the same wherever it runs.
 func initial() Calibration {
 	e := EngineCost{StepSeconds: 1e-3, PerSequenceSeconds: 1e-4}
+	trt := e
+	trt.AllReduce, trt.RequestSeconds = 1, 1e-3
 	eff := Efficiency{Memory: 0.7, Compute: 0.5}
 	return Calibration{
-		Engines:          map[string]EngineCost{VLLM: e, VLLMV0: e, TRTLLM: e},
+		Engines:          map[string]EngineCost{VLLM: e, VLLMV0: e, TRTLLM: trt},
 		AllReduceSeconds: map[string]float64{LinkKey(catalog.NVLink3): 20e-6, LinkKey(catalog.NVLink4): 20e-6},
 		GPUs:             map[string]Efficiency{catalog.A100SXM80.Model: eff, catalog.H100SXM.Model: eff, catalog.H200SXM.Model: eff, catalog.A10.Model: eff},
 		Fallback:         eff,

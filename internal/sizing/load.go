@@ -41,7 +41,7 @@ func (d Deployment) Under(concurrency, prompt, output int) Latency {
 	context := prompt + out/2
 	prefill := d.Prefill(prompt)
 	itl := d.DecodeStep(c, context) + float64(c-1)*prefill/float64(out)
-	ttft := prefill
+	ttft := prefill + d.Engine.RequestSeconds
 	if c > 1 {
 		ttft += float64(ceilDiv(max(prompt, 1), d.ChunkTokens())) * d.DecodeStep(c-1, context)
 		cycle := ttft + float64(out-1)*itl

@@ -91,17 +91,27 @@ func parseOracles(s string) ([]Oracle, error) {
 type Regime string
 
 // The regimes: decode at a small batch (weights dominate), at a large
-// one (KV reads, step costs and chunked prefill), prefill, and a
+// one (KV reads, step costs and chunked prefill), prefill alone and
+// under load (one stream, or a prompt arriving among others), and a
 // replica's throughput.
 const (
-	DecodeSmall Regime = "decode, batch ≤ 8"
-	DecodeLarge Regime = "decode, batch > 8"
-	Prefill     Regime = "time to first token"
-	Throughput  Regime = "throughput"
+	DecodeSmall   Regime = "decode, batch ≤ 8"
+	DecodeLarge   Regime = "decode, batch > 8"
+	Prefill       Regime = "time to first token, one stream"
+	PrefillLoaded Regime = "time to first token under load"
+	Throughput    Regime = "throughput"
 )
 
 // Regimes lists them in order.
-var Regimes = []Regime{DecodeSmall, DecodeLarge, Prefill, Throughput}
+var Regimes = []Regime{DecodeSmall, DecodeLarge, Prefill, PrefillLoaded, Throughput}
+
+// PrefillRegime is the regime of a first token among streams streams.
+func PrefillRegime(streams int) Regime {
+	if streams > 1 {
+		return PrefillLoaded
+	}
+	return Prefill
+}
 
 // DecodeRegime is the regime of decoding batch streams together.
 func DecodeRegime(batch int) Regime {
@@ -115,7 +125,7 @@ func DecodeRegime(batch int) Regime {
 func (o Oracle) Regime() Regime {
 	switch o.Metric {
 	case "ttft_ms":
-		return Prefill
+		return PrefillRegime(o.Concurrency)
 	case "tok_s":
 		return Throughput
 	}
@@ -167,9 +177,11 @@ type Band struct {
 }
 
 // Range is the fastest and slowest a predicted time may be, at the
-// band's two ends, rounded to a tenth.
+// band's two ends, rounded to a tenth; it always holds the prediction
+// itself (a regime whose few held-out rows all came out faster would
+// otherwise put the figure outside its own range).
 func (b Band) Range(predicted float64) [2]float64 {
-	return [2]float64{round1(predicted * b.Optimistic), round1(predicted * b.Pessimistic)}
+	return [2]float64{round1(predicted * min(b.Optimistic, 1)), round1(predicted * max(b.Pessimistic, 1))}
 }
 
 // TimeRatio is measured over predicted time: for a rate, predicted over

@@ -87,6 +87,9 @@ func (d Deployment) allReduce(bytes float64) float64 {
 		return 0
 	}
 	latency := d.Calibration.allReduceLatency(d.SKU.Link) * math.Log2(tp)
+	if f := d.Engine.AllReduce; f > 0 {
+		latency *= f
+	}
 	perDirection := float64(d.SKU.Link.GBps) / 2 * 1e9
 	return latency + 2*(tp-1)/tp*bytes/perDirection
 }

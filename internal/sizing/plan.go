@@ -195,7 +195,7 @@ func design(req Requirements, entry models.Card, m fit.Model, pool gpupool.Facts
 	replicas := ceilDiv(req.Concurrency, batch)
 	perNode := sku.GPUs / tp
 	l := d.Under(batch, prompt, req.Output)
-	tpot, ttft := Bands[DecodeRegime(batch)], Bands[Prefill]
+	tpot, ttft := Bands[DecodeRegime(batch)], Bands[PrefillRegime(batch)]
 	return &Design{
 		SKU: sku.Name, GPU: sku.GPU.Model, NodeGPUs: sku.GPUs, TensorParallel: tp, Batch: batch, Replicas: replicas,
 		MinNodes: 1, MaxNodes: ceilDiv(replicas, perNode),
