@@ -49,6 +49,7 @@ var oracleGPUs = map[string]struct {
 	"H100-SXM":       {catalog.H100SXM, catalog.NVLink4},
 	"H200-SXM":       {catalog.H200SXM, catalog.NVLink4},
 	"A10":            {catalog.A10, catalog.PCIe4},
+	"Tesla-T4":       {catalog.T4, catalog.PCIe3},
 }
 
 // Oracles are the measurements, parsed once.

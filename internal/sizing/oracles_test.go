@@ -69,7 +69,7 @@ func TestOracleTable(t *testing.T) {
 	if held*2 < len(Oracles) {
 		t.Errorf("%d of %d held out, want half or more", held, len(Oracles))
 	}
-	for _, want := range []string{"gpu A100", "gpu H100", "gpu H200", "gpu A10", "tp 1", "tp 2", "tp 4", "tp 8", "precision bf16", "precision fp8",
+	for _, want := range []string{"gpu A100", "gpu H100", "gpu H200", "gpu A10", "gpu Tesla", "tp 1", "tp 2", "tp 4", "tp 8", "precision bf16", "precision fp8",
 		"batch 1", "batch >= 64", "a mixture of experts"} {
 		if !covered[want] {
 			t.Errorf("no oracle covers %s", want)
