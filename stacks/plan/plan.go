@@ -95,7 +95,17 @@ func (p *Stack) Facts() []gpupool.Facts {
 // Pulumi hands them to programs) and resolves it for the stack. Every
 // problem comes back at once in a *ConfigError.
 func Load(raw map[string]string, stack string) (*Stack, error) {
+	return LoadWith(raw, stack, nil)
+}
+
+// LoadWith is Load with change applied to the decoded config before it is
+// resolved (nil: none): the Automation API's paths made absolute and the
+// chart directory of the machine it runs on, checked with the rest.
+func LoadWith(raw map[string]string, stack string, change func(*config.Config) *config.Config) (*Stack, error) {
 	cfg, warnings, decoded := config.Decode(raw)
+	if change != nil {
+		cfg = change(cfg)
+	}
 	s, err := resolve(cfg, stack, decoded)
 	if s != nil {
 		s.Warnings = append(warnings, s.Warnings...)

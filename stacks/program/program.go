@@ -35,18 +35,9 @@ func Resolved(change func(*config.Config) *config.Config) pulumi.RunFunc {
 }
 
 func run(ctx *pulumi.Context, change func(*config.Config) *config.Config) error {
-	raw := rawConfig(ctx)
-	p, err := plan.Load(raw, ctx.Stack())
+	p, err := plan.LoadWith(rawConfig(ctx), ctx.Stack(), change)
 	if err != nil {
 		return err // nothing registered yet: a bad config changes nothing
-	}
-	if change != nil {
-		cfg, _, _ := config.Decode(raw) // decodes cleanly: Load found no problem
-		warnings := p.Warnings
-		if p, err = plan.Resolve(change(cfg), ctx.Stack()); err != nil {
-			return err
-		}
-		p.Warnings = warnings
 	}
 	for _, w := range p.Warnings {
 		if err := ctx.Log.Warn(w, nil); err != nil {
