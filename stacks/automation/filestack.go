@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
 
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
-	"github.com/natron/gpu-node-pools/stacks/preflight"
 	"github.com/natron/gpu-node-pools/stacks/program"
 	"github.com/natron/gpu-node-pools/stacks/stackfile"
 )
@@ -34,8 +32,9 @@ import (
 // render mode). create makes the stack in e's backend when it is not
 // there (a new customer's first preview or up).
 func openFile(ctx context.Context, projectDir, stack string, e Engine, create bool) (*Stack, *config.Config, error) {
-	if !stackNameRe.MatchString(stack) {
-		return nil, nil, fmt.Errorf("stack %q: a stack name is 1-100 letters, digits, '-', '_' or '.'", stack)
+	// the name first: it becomes a path
+	if err := e.admit(stack); err != nil {
+		return nil, nil, err
 	}
 	f, err := stackfile.Read(projectDir, stack, "secret")
 	if err != nil {
@@ -46,9 +45,6 @@ func openFile(ctx context.Context, projectDir, stack string, e Engine, create bo
 		return nil, nil, fmt.Errorf("stack %s: %w", stack, err)
 	}
 	cfg, _, _ := config.Decode(raw) // decodes cleanly: Load found no problem
-	if probs := preflight.Passphrase(&stackfile.File{Stack: stack, SecretsProvider: e.SecretsProvider}, e.getenv); len(probs) > 0 {
-		return nil, nil, fmt.Errorf("%s (Engine.Env)", strings.Join(probs, "\n"))
-	}
 	project, err := workspace.LoadProject(filepath.Join(projectDir, "Pulumi.yaml"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("stack %s: %w", stack, err)

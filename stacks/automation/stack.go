@@ -70,12 +70,8 @@ func openStack(ctx context.Context, name string, cfg *config.Config, program pul
 	if _, err := plan.Resolve(cfg, name); err != nil {
 		return nil, fmt.Errorf("stack %s: %w", name, err)
 	}
-	if !stackNameRe.MatchString(name) {
-		return nil, fmt.Errorf("stack %q: a stack name is 1-100 letters, digits, '-', '_' or '.'", name)
-	}
-	// only dev may use the README's passphrase, as make preview demands
-	if probs := preflight.Passphrase(&stackfile.File{Stack: name, SecretsProvider: e.SecretsProvider}, e.getenv); len(probs) > 0 {
-		return nil, fmt.Errorf("%s (Engine.Env)", strings.Join(probs, "\n"))
+	if err := e.admit(name); err != nil {
+		return nil, err
 	}
 	cm, err := ConfigMap(cfg)
 	if err != nil {
@@ -99,6 +95,19 @@ func openStack(ctx context.Context, name string, cfg *config.Config, program pul
 		return nil, fmt.Errorf("stack %s: config: %w", name, err)
 	}
 	return &Stack{name: name, engine: e, stack: s, renderOnly: cfg.RenderDir != ""}, nil
+}
+
+// admit is what any stack this package opens must pass before the engine
+// starts: a name the backends take, and the README's passphrase for dev
+// only, as make preview demands.
+func (e Engine) admit(name string) error {
+	if !stackNameRe.MatchString(name) {
+		return fmt.Errorf("stack %q: a stack name is 1-100 letters, digits, '-', '_' or '.'", name)
+	}
+	if probs := preflight.Passphrase(&stackfile.File{Stack: name, SecretsProvider: e.SecretsProvider}, e.getenv); len(probs) > 0 {
+		return fmt.Errorf("%s (Engine.Env)", strings.Join(probs, "\n"))
+	}
+	return nil
 }
 
 // SelectStack opens a stack that exists in e's backend, as the Pulumi CLI
