@@ -38,43 +38,38 @@ const (
 	minCompute, maxCompute  = 0.3, 0.8
 )
 
-// requestParam is an engine's cost of a served request outside the GPU,
-// at most 50 ms.
-func requestParam(engine string) parameter {
-	return parameter{name: engine + " per request", lo: 1e-6, hi: 50e-3,
-		get: func(c *Calibration) float64 { return c.Engines[engine].RequestSeconds },
+// engineParam is one of an engine's costs, the field of EngineCost that
+// field picks, fitted within lo and hi.
+func engineParam(engine, what string, lo, hi float64, field func(*EngineCost) *float64) parameter {
+	return parameter{name: engine + " " + what, lo: lo, hi: hi,
+		get: func(c *Calibration) float64 {
+			e := c.Engines[engine]
+			return *field(&e)
+		},
 		set: func(c *Calibration, v float64) {
 			e := c.Engines[engine]
-			e.RequestSeconds = v
+			*field(&e) = v
 			c.Engines[engine] = e
 		}}
 }
 
-func engineParam(engine string, perSequence bool) parameter {
-	name := engine + " step"
-	if perSequence {
-		name = engine + " per sequence"
-	}
-	hi := maxStep
-	if perSequence {
-		hi = maxPerSequence
-	}
-	return parameter{name: name, lo: 1e-6, hi: hi,
-		get: func(c *Calibration) float64 {
-			if perSequence {
-				return c.Engines[engine].PerSequenceSeconds
-			}
-			return c.Engines[engine].StepSeconds
-		},
-		set: func(c *Calibration, v float64) {
-			e := c.Engines[engine]
-			if perSequence {
-				e.PerSequenceSeconds = v
-			} else {
-				e.StepSeconds = v
-			}
-			c.Engines[engine] = e
-		}}
+// The engine costs fitted: a step of at most 5 ms, 1 ms per sequence, 50
+// ms per served request outside the GPU, and an all-reduce a fifth to
+// five times vLLM's.
+func stepParam(engine string) parameter {
+	return engineParam(engine, "step", 1e-6, maxStep, func(e *EngineCost) *float64 { return &e.StepSeconds })
+}
+
+func perSequenceParam(engine string) parameter {
+	return engineParam(engine, "per sequence", 1e-6, maxPerSequence, func(e *EngineCost) *float64 { return &e.PerSequenceSeconds })
+}
+
+func requestParam(engine string) parameter {
+	return engineParam(engine, "per request", 1e-6, 50e-3, func(e *EngineCost) *float64 { return &e.RequestSeconds })
+}
+
+func allReduceParam(engine string) parameter {
+	return engineParam(engine, "all-reduce factor", 0.2, 5, func(e *EngineCost) *float64 { return &e.AllReduce })
 }
 
 func gpuParam(g catalog.GPU, compute bool) parameter {
@@ -104,18 +99,6 @@ func gpuParam(g catalog.GPU, compute bool) parameter {
 		}}
 }
 
-// allReduceParam is an engine's all-reduce latency relative to vLLM's,
-// within a fifth to five times.
-func allReduceParam(engine string) parameter {
-	return parameter{name: engine + " all-reduce factor", lo: 0.2, hi: 5,
-		get: func(c *Calibration) float64 { return c.Engines[engine].AllReduce },
-		set: func(c *Calibration, v float64) {
-			e := c.Engines[engine]
-			e.AllReduce = v
-			c.Engines[engine] = e
-		}}
-}
-
 func linkParam(l catalog.Link) parameter {
 	k := LinkKey(l)
 	return parameter{name: k + " all-reduce", lo: 1e-6, hi: 100e-6,
@@ -128,8 +111,8 @@ func linkParam(l catalog.Link) parameter {
 // measures a first token), every GPU's prefill efficiency is the H100's,
 // and the GPUs without an oracle take the A100 SXM's memory efficiency.
 var parameters = []parameter{
-	engineParam(VLLM, false), engineParam(VLLMV0, false), engineParam(TRTLLM, false),
-	engineParam(VLLMV0, true), engineParam(TRTLLM, true), allReduceParam(TRTLLM), requestParam(TRTLLM),
+	stepParam(VLLM), stepParam(VLLMV0), stepParam(TRTLLM),
+	perSequenceParam(VLLMV0), perSequenceParam(TRTLLM), allReduceParam(TRTLLM), requestParam(TRTLLM),
 	linkParam(catalog.NVLink3), linkParam(catalog.NVLink4),
 	gpuParam(catalog.A100SXM80, false), gpuParam(catalog.H100SXM, false), gpuParam(catalog.H200SXM, false), gpuParam(catalog.A10, false),
 	gpuParam(catalog.H100SXM, true),
