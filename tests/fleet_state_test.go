@@ -81,6 +81,9 @@ func stateBlob(stack string) string {
 type checkpoint struct {
 	Checkpoint struct {
 		Latest struct {
+			SecretsProviders struct {
+				State struct{ Salt string } `json:"state"`
+			} `json:"secrets_providers"`
 			Resources         []struct{ URN string } `json:"resources"`
 			PendingOperations []struct {
 				Resource struct{ URN string } `json:"resource"`
@@ -312,4 +315,66 @@ func TestFleetKilledUpRecovers(t *testing.T) {
 	}
 	preview := f.shard(ctx, t, fleet.OpPreview, 1, f.stacks, nil)
 	pulumitest.NoChanges(t, "preview after the recovered up", preview.Stacks[0].Changes)
+}
+
+// A new customer's stack file has no secrets and so no encryptionsalt:
+// the first job's up makes the stack's secrets provider in its own work
+// directory and records its salt in the state, and nothing is written
+// back to the project's file. A later job on a fresh runner (another work
+// directory and Pulumi home, the file still without a salt) must find the
+// stack as the first left it: its preview and up succeed and change
+// nothing, the state keeps the first salt, and the project's file is
+// still the customer's.
+func TestFleetStackWithoutSaltAcrossJobs(t *testing.T) {
+	f := newBlobFleet(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	stack := f.stacks[1] // an odd stack: no model, so no storage keys
+	path := filepath.Join(f.project, "Pulumi."+stack+".yaml")
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, line := range strings.SplitAfter(string(file), "\n") {
+		if !strings.Contains(line, "serving:") && !strings.Contains(line, "apiKey:") && !strings.HasPrefix(line, "encryptionsalt:") {
+			kept = append(kept, line)
+		}
+	}
+	bare := strings.Join(kept, "")
+	if strings.Contains(bare, "secure:") || strings.Contains(bare, "encryptionsalt") {
+		t.Fatalf("the stack file still has secrets:\n%s", bare)
+	}
+	if err := os.WriteFile(path, []byte(bare), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := f.shard(ctx, t, fleet.OpUp, 1, []string{stack}, nil)
+	if fails := failures(first); len(fails) > 0 {
+		t.Fatalf("first up: %v", fails)
+	}
+	if n := len(f.checkpoint(t, stack).Checkpoint.Latest.Resources); n < 10 {
+		t.Fatalf("%d resources in the state after the first up", n)
+	}
+	salt := f.checkpoint(t, stack).Checkpoint.Latest.SecretsProviders.State.Salt
+	if salt == "" {
+		t.Fatal("the first up left no passphrase salt in the state")
+	}
+	if after, _ := os.ReadFile(path); string(after) != bare {
+		t.Errorf("the job wrote to the project's stack file:\n%s", after)
+	}
+	// a fresh runner: another work directory and Pulumi home
+	f.engine.WorkDir = t.TempDir()
+	f.engine.Env["PULUMI_HOME"] = pulumitest.EngineEnv(t, f.engine.PulumiRoot, "")["PULUMI_HOME"]
+	for _, op := range []string{fleet.OpPreview, fleet.OpUp} {
+		rep := f.shard(ctx, t, op, 2, []string{stack}, nil)
+		if fails := failures(rep); len(fails) > 0 {
+			t.Fatalf("%s on a fresh runner: %v", op, fails)
+		}
+		pulumitest.NoChanges(t, op+" on a fresh runner", rep.Stacks[0].Changes)
+	}
+	// one key for the stack's life: a later secret (a key the customer
+	// adds, a generated one) is read by every job after
+	if got := f.checkpoint(t, stack).Checkpoint.Latest.SecretsProviders.State.Salt; got != salt {
+		t.Errorf("the fresh runner's up changed the stack's salt from %s to %s", salt, got)
+	}
 }

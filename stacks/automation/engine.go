@@ -67,6 +67,13 @@ func (e Engine) env() (map[string]string, []auto.LocalWorkspaceOption, error) {
 		// garbage a quarter as often took a fleet preview's CPU from 43 s
 		// to 36 s (BenchmarkFleetPreview), for about 90 MB more per process.
 		"GOGC": "400",
+		// A stack file without a salt (no secrets yet, as a new customer's
+		// is) would otherwise get a new, unrelated passphrase salt in every
+		// job's work directory, and its state re-encrypted under it; this
+		// keeps the secrets provider its state records (pulumi pkg/v3
+		// cmd/pulumi/stack/secrets.go and secrets/passphrase/manager.go at
+		// v3.274.1, pulumi#16412).
+		"PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER": "true",
 	}
 	if e.BackendURL != "" {
 		env["PULUMI_BACKEND_URL"] = e.BackendURL
