@@ -90,6 +90,9 @@ func printEvaluation(out io.Writer, e *sizing.Evaluation) {
 	fmt.Fprintf(w, "fits\t%v, KV cache for %d tokens\t%s\n", e.Fits, e.KVCacheTokens, e.FitProblem)
 	_ = w.Flush()
 	if !e.Calibrated {
-		fmt.Fprintf(out, "\nNo oracle covers the %s: its efficiencies are borrowed (docs/sizing.md).\n", e.GPU)
+		fmt.Fprintln(out, "\nOutside the calibration (docs/sizing.md):")
+		for _, u := range e.Uncovered {
+			fmt.Fprintf(out, "  %s\n", u)
+		}
 	}
 }

@@ -93,3 +93,42 @@ func TestEvalMisfit(t *testing.T) {
 		t.Errorf("70B on one H100: %+v %v", e, err)
 	}
 }
+
+// A setup outside the calibration says so, in JSON and in both tables:
+// DeepSeek V3's MLA, which no measured model has; a measured kind on a
+// fitted GPU says nothing.
+func TestEvalAndPlanSayWhatIsUncalibrated(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args       string
+		calibrated bool
+	}{
+		{"eval --model deepseek-v3 --sku Standard_ND96isr_H200_v5 --tp 8 --concurrency 4", false},
+		{"eval --model llama-3.1-70b --profile h100-80gb-x8 --tp 4 --concurrency 4", true},
+	} {
+		var js, table bytes.Buffer
+		if err := run(append(strings.Fields(tc.args), "--format", "json"), &js, nil); err != nil {
+			t.Fatal(err)
+		}
+		var got sizing.Evaluation
+		if err := json.Unmarshal(js.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Calibrated != tc.calibrated || (len(got.Uncovered) == 0) != tc.calibrated {
+			t.Errorf("%s: calibrated %v, uncovered %q; want calibrated %v and the reasons only when not", tc.args, got.Calibrated, got.Uncovered, tc.calibrated)
+		}
+		if err := run(strings.Fields(tc.args), &table, nil); err != nil {
+			t.Fatal(err)
+		}
+		if says := strings.Contains(table.String(), "Outside the calibration") && strings.Contains(table.String(), "MLA attention"); says == tc.calibrated {
+			t.Errorf("%s: the table says it is outside the calibration: %v\n%s", tc.args, says, table.String())
+		}
+	}
+	var out bytes.Buffer
+	if err := run(strings.Fields("--model deepseek-v3 --concurrency 8 --context 8192"), &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Outside the calibration (docs/sizing.md); there, figures and ranges rest on the model alone:\n  deepseek-v3's MLA attention") {
+		t.Errorf("the plan does not say DeepSeek V3 is outside the calibration:\n%s", out.String())
+	}
+}

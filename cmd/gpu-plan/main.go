@@ -161,7 +161,7 @@ func printDesigns(out io.Writer, res *sizing.Result) {
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "SKU\tTP\tSTREAMS/REPLICA\tREPLICAS\tNODES\tTPOT ms (RANGE)\tTTFT ms (RANGE)\tTOK/S/REPLICA\tTOK/S\tON-DEMAND/MONTH\tSPOT/MONTH")
-	var missing []string
+	var missing, unjudged []string
 	for _, d := range res.Designs {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d-%d\t%.1f (%.1f-%.1f)\t%.0f (%.0f-%.0f)\t%.0f\t%.0f\t%s\t%s\n", d.SKU, d.TensorParallel, d.Batch, d.Replicas,
 			d.MinNodes, d.MaxNodes, d.TPOTMs, d.TPOTRangeMs[0], d.TPOTRangeMs[1], d.TTFTMs, d.TTFTRangeMs[0], d.TTFTRangeMs[1],
@@ -169,11 +169,22 @@ func printDesigns(out io.Writer, res *sizing.Result) {
 		if d.MissingPrice != "" && !slices.Contains(missing, d.MissingPrice) {
 			missing = append(missing, d.MissingPrice)
 		}
+		for _, u := range d.Uncovered {
+			if !slices.Contains(unjudged, u) {
+				unjudged = append(unjudged, u)
+			}
+		}
 	}
 	_ = w.Flush()
 	fmt.Fprintln(out, "\nPrices: USD, hourly × 730 × the nodes at peak.")
 	for _, m := range missing {
 		fmt.Fprintf(out, "  %s: ranked after the priced designs (gpu-plan prices refreshes the table; a stack's pricing.prices sets its own).\n", m)
+	}
+	if len(unjudged) > 0 {
+		fmt.Fprintln(out, "\nOutside the calibration (docs/sizing.md); there, figures and ranges rest on the model alone:")
+		for _, u := range unjudged {
+			fmt.Fprintf(out, "  %s\n", u)
+		}
 	}
 }
 

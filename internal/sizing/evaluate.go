@@ -51,9 +51,12 @@ type Evaluation struct {
 	FitProblem    string `json:"fitProblem,omitempty"`
 	// Ranges are the fastest and slowest each figure may be, from the
 	// held-out oracles of its regime; Calibrated is false when no oracle
-	// covers the GPU (its efficiencies are borrowed: docs/sizing.md).
+	// covers the GPU (its efficiencies are borrowed) or the model's kind
+	// (its attention, a mixture of experts), and Uncovered says which
+	// (Calibration.Uncovered, docs/sizing.md).
 	Ranges     map[string][2]float64 `json:"ranges"`
 	Calibrated bool                  `json:"calibrated"`
+	Uncovered  []string              `json:"uncovered,omitempty"`
 }
 
 // Evaluate predicts one setup: the model card (a catalog model's or a
@@ -84,14 +87,14 @@ func Evaluate(card models.Card, sku catalog.SKU, s Setup) (*Evaluation, error) {
 	mem := fit.Sizing(m, pool, s.TensorParallel)
 	d := NewDeployment(card, m, sku, s.TensorParallel)
 	l := d.Under(s.Concurrency, s.Prompt, s.Output)
-	_, calibrated := Calibrated.Of(sku.GPU)
+	uncovered := Calibrated.Uncovered(card, sku.GPU)
 	decode, prefill, rate := Bands[DecodeRegime(s.Concurrency)], Bands[PrefillRegime(s.Concurrency)], Bands[Throughput]
 	e := &Evaluation{
 		Model: card.Name, SKU: sku.Name, GPU: sku.GPU.Model, TensorParallel: s.TensorParallel, Concurrency: s.Concurrency,
 		Prompt: s.Prompt, Output: s.Output, Quantization: s.Quantization, KVCacheDtype: s.KVCacheDtype,
 		TPOTMs: round1(l.ITL * 1000), ITLMs: round1(l.ITL * 1000), TTFTMs: round1(l.TTFT * 1000), E2EMs: round1(l.E2E * 1000),
 		TokensPerSecondPerReplica: round1(l.TokensPerSecond), TokensPerSecondPerGPU: round1(l.TokensPerSecond / float64(s.TensorParallel)),
-		KVCacheTokens: mem.KVTokens(), Fits: mem.Fits(), Calibrated: calibrated,
+		KVCacheTokens: mem.KVTokens(), Fits: mem.Fits(), Calibrated: len(uncovered) == 0, Uncovered: uncovered,
 		Ranges: map[string][2]float64{
 			"tpotMs": decode.Range(l.ITL * 1000), "ttftMs": prefill.Range(l.TTFT * 1000),
 			// a rate's band is a time's inverted: the slow end is the low rate

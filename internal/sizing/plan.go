@@ -68,6 +68,9 @@ type Design struct {
 	PriceNote    string `json:"priceNote,omitempty"`
 	SpotNote     string `json:"spotNote,omitempty"`
 	MissingPrice string `json:"missingPrice,omitempty"`
+	// Uncovered says what of the design no oracle covers, in words
+	// (Calibration.Uncovered): its figures and ranges are unjudged there.
+	Uncovered []string `json:"uncovered,omitempty"`
 }
 
 // Rejected is a node shape that cannot meet the requirements, and why.
@@ -202,6 +205,7 @@ func design(req Requirements, entry models.Card, m fit.Model, pool gpupool.Facts
 		TPOTMs: round1(l.ITL * 1000), TPOTRangeMs: tpot.Range(l.ITL * 1000),
 		TTFTMs: round1(l.TTFT * 1000), TTFTRangeMs: ttft.Range(l.TTFT * 1000),
 		TokensPerSec: round1(l.TokensPerSecond), TotalTokensSec: round1(l.TokensPerSecond * float64(replicas)),
+		Uncovered: Calibrated.Uncovered(entry, sku.GPU),
 	}, ""
 }
 
