@@ -131,4 +131,11 @@ func TestEvalAndPlanSayWhatIsUncalibrated(t *testing.T) {
 	if !strings.Contains(out.String(), "Outside the calibration (docs/sizing.md); there, figures and ranges rest on the model alone:\n  deepseek-v3's MLA attention") {
 		t.Errorf("the plan does not say DeepSeek V3 is outside the calibration:\n%s", out.String())
 	}
+	out.Reset()
+	if err := run(strings.Fields("--model deepseek-v3 --concurrency 8 --context 8192 --format yaml"), &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "# Outside the calibration (docs/sizing.md), so that figure rests on the model alone: deepseek-v3's MLA attention") {
+		t.Errorf("the stack fragment does not say DeepSeek V3 is outside the calibration:\n%s", out.String())
+	}
 }

@@ -122,6 +122,9 @@ func printFragment(out io.Writer, res *sizing.Result, t target.Target, req sizin
 	}
 	fmt.Fprintf(out, "# %s on %s: tensorParallel %d, %d replicas of %d streams, %.1f ms per token.\n",
 		res.Model, d.SKU, d.TensorParallel, d.Replicas, d.Batch, d.TPOTMs)
+	for _, u := range d.Uncovered {
+		fmt.Fprintf(out, "# Outside the calibration (docs/sizing.md), so that figure rests on the model alone: %s.\n", u)
+	}
 	fmt.Fprintln(out, "# Merge into a stack file, keeping its comments, and list what it still needs (the weights")
 	fmt.Fprintln(out, "# store's address and keys, the API key) with the commands to set them:")
 	fmt.Fprintln(out, "#   gpu-plan ... --format yaml | go run ./cmd/stackctl add-model -stack <stack>")
