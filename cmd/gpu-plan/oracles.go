@@ -29,6 +29,11 @@ func oracles(args []string, out io.Writer) error {
 		b := sizing.Bands[r]
 		fmt.Fprintf(out, "| %s | %d | %.2f – %.2f | %.2f |\n", r, b.N, b.Optimistic, b.Pessimistic, b.Median)
 	}
+	for _, r := range sizing.Regimes {
+		if b := sizing.Bands[r]; b.Ceiling > 0 {
+			fmt.Fprintf(out, "\nA range's slow end for the %s is also at most %.2f times the design's burst (every stream's prompt at once, prefilled in turn): the most a held-out row measured over its own.\n", r, b.Ceiling)
+		}
+	}
 	if !*all {
 		return nil
 	}

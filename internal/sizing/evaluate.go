@@ -96,7 +96,7 @@ func Evaluate(card models.Card, sku catalog.SKU, s Setup) (*Evaluation, error) {
 		TokensPerSecondPerReplica: round1(l.TokensPerSecond), TokensPerSecondPerGPU: round1(l.TokensPerSecond / float64(s.TensorParallel)),
 		KVCacheTokens: mem.KVTokens(), Fits: mem.Fits(), Calibrated: len(uncovered) == 0, Uncovered: uncovered,
 		Ranges: map[string][2]float64{
-			"tpotMs": decode.Range(l.ITL * 1000), "ttftMs": prefill.Range(l.TTFT * 1000),
+			"tpotMs": decode.Range(l.ITL * 1000), "ttftMs": prefill.Under(l.TTFT*1000, d.Burst(s.Concurrency, s.Prompt)*1000),
 			// a rate's band is a time's inverted: the slow end is the low rate
 			"outputTokensPerSecondPerReplica": {round1(l.TokensPerSecond / rate.Pessimistic), round1(l.TokensPerSecond / rate.Optimistic)},
 		},

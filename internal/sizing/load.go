@@ -53,6 +53,17 @@ func (d Deployment) Under(concurrency, prompt, output int) Latency {
 	return Latency{ITL: itl, TTFT: ttft, E2E: e2e, TokensPerSecond: float64(c*out) / e2e}
 }
 
+// Burst is the mean time to first token when concurrency prompts arrive
+// at once and are prefilled one after another, the k-th waiting for k
+// prefills: (concurrency+1)/2 of them on average, and the served
+// request's cost. A benchmark's closed loop that starts every stream
+// together stays near it; streams that drift apart wait far less. The
+// held-out first tokens under load never exceeded it by much (Band's
+// Ceiling), which bounds what Under cannot follow.
+func (d Deployment) Burst(concurrency, prompt int) float64 {
+	return float64(max(concurrency, 1)+1)/2*d.Prefill(prompt) + d.Engine.RequestSeconds
+}
+
 // Batch is the end-to-end latency of batch requests that arrive together
 // (vLLM's latency benchmark): one prefill of all their prompts, then
 // output-1 decode steps of the whole batch.

@@ -136,17 +136,10 @@ func (o Oracle) Regime() Regime {
 // Predict is what calibration c predicts for the oracle's setup, in the
 // oracle's unit.
 func (c Calibration) Predict(o Oracle) (float64, error) {
-	entry, ok := models.Known.Lookup(o.Model)
-	hw, known := oracleGPUs[o.GPU]
-	if !ok || !known {
-		return 0, fmt.Errorf("%s: model %q or GPU %q unknown", o.ID, o.Model, o.GPU)
+	d, err := c.deployment(o)
+	if err != nil {
+		return 0, err
 	}
-	sku := catalog.SKU{Name: o.GPU, GPU: hw.gpu, GPUs: o.NodeGPUs, Link: hw.link}
-	m := fit.Model{ParametersB: entry.ParametersB, Dtype: fit.DefaultDtype, Quantization: cmp.Or(o.Quantization, entry.Quantization), KVCacheDtype: o.KVCache}
-	if _, ok := c.Engines[o.Engine]; !ok {
-		return 0, fmt.Errorf("%s: engine %q unknown", o.ID, o.Engine)
-	}
-	d := c.On(o.Engine, entry, m, sku, o.TensorParallel)
 	l := d.Under(o.Concurrency, o.Input, o.Output)
 	switch o.Metric {
 	case "e2e_ms":
@@ -163,6 +156,21 @@ func (c Calibration) Predict(o Oracle) (float64, error) {
 	return 0, fmt.Errorf("%s: unknown metric %q", o.ID, o.Metric)
 }
 
+// deployment is the oracle's setup under calibration c.
+func (c Calibration) deployment(o Oracle) (Deployment, error) {
+	entry, ok := models.Known.Lookup(o.Model)
+	hw, known := oracleGPUs[o.GPU]
+	if !ok || !known {
+		return Deployment{}, fmt.Errorf("%s: model %q or GPU %q unknown", o.ID, o.Model, o.GPU)
+	}
+	if _, ok := c.Engines[o.Engine]; !ok {
+		return Deployment{}, fmt.Errorf("%s: engine %q unknown", o.ID, o.Engine)
+	}
+	sku := catalog.SKU{Name: o.GPU, GPU: hw.gpu, GPUs: o.NodeGPUs, Link: hw.link}
+	m := fit.Model{ParametersB: entry.ParametersB, Dtype: fit.DefaultDtype, Quantization: cmp.Or(o.Quantization, entry.Quantization), KVCacheDtype: o.KVCache}
+	return c.On(o.Engine, entry, m, sku, o.TensorParallel), nil
+}
+
 // slower reports whether a larger figure of the metric is the slower
 // outcome (a time) rather than the faster (a rate).
 func slower(metric string) bool { return strings.HasSuffix(metric, "_ms") }
@@ -175,6 +183,10 @@ type Band struct {
 	Regime                          Regime
 	N                               int
 	Optimistic, Median, Pessimistic float64
+	// Ceiling, for the first token under load, is the most a held-out
+	// row measured over a burst (Deployment.Burst): the slow end of a
+	// range is never past Ceiling times the design's burst. 0: none.
+	Ceiling float64
 }
 
 // Range is the fastest and slowest a predicted time may be, at the
@@ -183,6 +195,18 @@ type Band struct {
 // otherwise put the figure outside its own range).
 func (b Band) Range(predicted float64) [2]float64 {
 	return [2]float64{round1(predicted * min(b.Optimistic, 1)), round1(predicted * max(b.Pessimistic, 1))}
+}
+
+// Under is Range for a first token under load whose burst (the mean
+// first token if every stream's prompt arrived at once: Deployment.Burst)
+// is burst, in the same unit: the slow end is the lesser of the band's
+// and Ceiling bursts, and never below the prediction.
+func (b Band) Under(predicted, burst float64) [2]float64 {
+	r := b.Range(predicted)
+	if b.Ceiling > 0 && burst > 0 {
+		r[1] = max(min(r[1], round1(burst*b.Ceiling)), round1(predicted))
+	}
+	return r
 }
 
 // TimeRatio is measured over predicted time: for a rate, predicted over
@@ -197,6 +221,7 @@ func TimeRatio(o Oracle, predicted float64) float64 {
 // Bands are the held-out oracles' bands under calibration c, by regime.
 func (c Calibration) Bands() (map[Regime]Band, error) {
 	ratios := map[Regime][]float64{}
+	ceiling := 0.0
 	for _, o := range Oracles {
 		if o.Set != "held-out" {
 			continue
@@ -206,11 +231,19 @@ func (c Calibration) Bands() (map[Regime]Band, error) {
 			return nil, err
 		}
 		ratios[o.Regime()] = append(ratios[o.Regime()], TimeRatio(o, p))
+		if o.Regime() == PrefillLoaded {
+			d, _ := c.deployment(o) // Predict found it
+			ceiling = max(ceiling, o.Measured/(1000*d.Burst(o.Concurrency, o.Input)))
+		}
 	}
 	out := map[Regime]Band{}
 	for r, rs := range ratios {
 		sort.Float64s(rs)
 		out[r] = Band{Regime: r, N: len(rs), Optimistic: rs[0], Median: median(rs), Pessimistic: rs[len(rs)-1]}
+	}
+	if b, ok := out[PrefillLoaded]; ok {
+		b.Ceiling = ceiling
+		out[PrefillLoaded] = b
 	}
 	return out, nil
 }

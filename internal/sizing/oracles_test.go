@@ -119,3 +119,43 @@ func TestBandsAreTheHeldOutRows(t *testing.T) {
 		}
 	}
 }
+
+// The burst ceiling is the held-out loaded first tokens' worst ratio to
+// their bursts, recomputed here by hand; every such row then lies in its
+// own range, which always holds the figure and which the ceiling makes
+// narrower than the band alone for the few-stream rows.
+func TestLoadedRangesHoldTheHeldOutRows(t *testing.T) {
+	t.Parallel()
+	b := Bands[PrefillLoaded]
+	worst, narrowed := 0.0, 0
+	for _, o := range Oracles {
+		if o.Set != "held-out" || o.Regime() != PrefillLoaded {
+			continue
+		}
+		d, err := Calibrated.deployment(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := Calibrated.Predict(o)
+		burst := 1000 * d.Burst(o.Concurrency, o.Input)
+		worst = max(worst, o.Measured/burst)
+		r := b.Under(p, burst)
+		if o.Measured < r[0]-0.05 || o.Measured > r[1]+0.05 || r[1] < round1(p) {
+			t.Errorf("%s: measured %.1f, model %.1f, range %v", o.ID, o.Measured, p, r)
+		}
+		if r[1] < b.Range(p)[1] {
+			narrowed++
+		}
+	}
+	if b.Ceiling != worst || worst <= 1 {
+		t.Errorf("ceiling %.4f, the rows' worst measured/burst %.4f", b.Ceiling, worst)
+	}
+	if narrowed == 0 {
+		t.Error("the ceiling narrows no held-out row's range")
+	}
+	for _, r := range Regimes {
+		if r != PrefillLoaded && Bands[r].Ceiling != 0 {
+			t.Errorf("%s has a burst ceiling", r)
+		}
+	}
+}
