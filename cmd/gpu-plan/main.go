@@ -169,13 +169,11 @@ func printDesigns(out io.Writer, res *sizing.Result) {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d-%d\t%.1f (%.1f-%.1f)\t%.0f (%.0f-%.0f)\t%.0f\t%.0f\t%s\t%s\n", d.SKU, d.TensorParallel, d.Batch, d.Replicas,
 			d.MinNodes, d.MaxNodes, d.TPOTMs, d.TPOTRangeMs[0], d.TPOTRangeMs[1], d.TTFTMs, d.TTFTRangeMs[0], d.TTFTRangeMs[1],
 			d.TokensPerSec, d.TotalTokensSec, money(d.MonthlyOnDemand, "no price"), money(d.MonthlySpot, "no spot price"))
-		if d.MissingPrice != "" && !slices.Contains(missing, d.MissingPrice) {
-			missing = append(missing, d.MissingPrice)
+		if d.MissingPrice != "" {
+			missing = appendNew(missing, d.MissingPrice)
 		}
 		for _, u := range d.Uncovered {
-			if !slices.Contains(unjudged, u) {
-				unjudged = append(unjudged, u)
-			}
+			unjudged = appendNew(unjudged, u)
 		}
 	}
 	_ = w.Flush()

@@ -88,7 +88,7 @@ func Evaluate(card models.Card, sku catalog.SKU, s Setup) (*Evaluation, error) {
 	d := NewDeployment(card, m, sku, s.TensorParallel)
 	l := d.Under(s.Concurrency, s.Prompt, s.Output)
 	uncovered := Calibrated.Uncovered(card, sku.GPU)
-	decode, prefill, rate := Bands[DecodeRegime(s.Concurrency)], Bands[PrefillRegime(s.Concurrency)], Bands[Throughput]
+	decode, rate := Bands[DecodeRegime(s.Concurrency)], Bands[Throughput]
 	e := &Evaluation{
 		Model: card.Name, SKU: sku.Name, GPU: sku.GPU.Model, TensorParallel: s.TensorParallel, Concurrency: s.Concurrency,
 		Prompt: s.Prompt, Output: s.Output, Quantization: s.Quantization, KVCacheDtype: s.KVCacheDtype,
@@ -96,7 +96,7 @@ func Evaluate(card models.Card, sku catalog.SKU, s Setup) (*Evaluation, error) {
 		TokensPerSecondPerReplica: round1(l.TokensPerSecond), TokensPerSecondPerGPU: round1(l.TokensPerSecond / float64(s.TensorParallel)),
 		KVCacheTokens: mem.KVTokens(), Fits: mem.Fits(), Calibrated: len(uncovered) == 0, Uncovered: uncovered,
 		Ranges: map[string][2]float64{
-			"tpotMs": decode.Range(l.ITL * 1000), "ttftMs": prefill.Under(l.TTFT*1000, d.Burst(s.Concurrency, s.Prompt)*1000),
+			"tpotMs": decode.Range(l.ITL * 1000), "ttftMs": TTFTRangeMs(d, s.Concurrency, s.Prompt, l.TTFT),
 			// a rate's band is a time's inverted: the slow end is the low rate
 			"outputTokensPerSecondPerReplica": {round1(l.TokensPerSecond / rate.Pessimistic), round1(l.TokensPerSecond / rate.Optimistic)},
 		},

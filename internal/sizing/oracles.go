@@ -140,6 +140,11 @@ func (c Calibration) Predict(o Oracle) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return predict(d, o)
+}
+
+// predict is Predict on the oracle's deployment d.
+func predict(d Deployment, o Oracle) (float64, error) {
 	l := d.Under(o.Concurrency, o.Input, o.Output)
 	switch o.Metric {
 	case "e2e_ms":
@@ -209,6 +214,13 @@ func (b Band) Under(predicted, burst float64) [2]float64 {
 	return r
 }
 
+// TTFTRangeMs is the range of the time to first token ttft (seconds) of
+// a prompt of prompt tokens among streams streams on d, in ms: its
+// regime's band, capped by the burst under load.
+func TTFTRangeMs(d Deployment, streams, prompt int, ttft float64) [2]float64 {
+	return Bands[PrefillRegime(streams)].Under(ttft*1000, d.Burst(streams, prompt)*1000)
+}
+
 // TimeRatio is measured over predicted time: for a rate, predicted over
 // measured, so that above 1 always means the model was too fast.
 func TimeRatio(o Oracle, predicted float64) float64 {
@@ -226,13 +238,16 @@ func (c Calibration) Bands() (map[Regime]Band, error) {
 		if o.Set != "held-out" {
 			continue
 		}
-		p, err := c.Predict(o)
+		d, err := c.deployment(o)
+		if err != nil {
+			return nil, err
+		}
+		p, err := predict(d, o)
 		if err != nil {
 			return nil, err
 		}
 		ratios[o.Regime()] = append(ratios[o.Regime()], TimeRatio(o, p))
 		if o.Regime() == PrefillLoaded {
-			d, _ := c.deployment(o) // Predict found it
 			ceiling = max(ceiling, o.Measured/(1000*d.Burst(o.Concurrency, o.Input)))
 		}
 	}

@@ -198,12 +198,12 @@ func design(req Requirements, entry models.Card, m fit.Model, pool gpupool.Facts
 	replicas := ceilDiv(req.Concurrency, batch)
 	perNode := sku.GPUs / tp
 	l := d.Under(batch, prompt, req.Output)
-	tpot, ttft := Bands[DecodeRegime(batch)], Bands[PrefillRegime(batch)]
+	tpot := Bands[DecodeRegime(batch)]
 	return &Design{
 		SKU: sku.Name, GPU: sku.GPU.Model, NodeGPUs: sku.GPUs, TensorParallel: tp, Batch: batch, Replicas: replicas,
 		MinNodes: 1, MaxNodes: ceilDiv(replicas, perNode),
 		TPOTMs: round1(l.ITL * 1000), TPOTRangeMs: tpot.Range(l.ITL * 1000),
-		TTFTMs: round1(l.TTFT * 1000), TTFTRangeMs: ttft.Under(l.TTFT*1000, d.Burst(batch, prompt)*1000),
+		TTFTMs: round1(l.TTFT * 1000), TTFTRangeMs: TTFTRangeMs(d, batch, prompt, l.TTFT),
 		TokensPerSec: round1(l.TokensPerSecond), TotalTokensSec: round1(l.TokensPerSecond * float64(replicas)),
 		Uncovered: Calibrated.Uncovered(entry, sku.GPU),
 	}, ""
