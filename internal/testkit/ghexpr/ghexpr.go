@@ -138,11 +138,7 @@ func (e *evaluator) eval(n actionlint.ExprNode) (any, error) {
 		}
 		return filtered{}, nil
 	case *actionlint.IndexAccessNode:
-		recv, err := e.eval(n.Operand)
-		if err != nil {
-			return nil, err
-		}
-		idx, err := e.eval(n.Index)
+		recv, idx, err := e.both(n.Operand, n.Index)
 		if err != nil {
 			return nil, err
 		}
@@ -168,11 +164,7 @@ func (e *evaluator) eval(n actionlint.ExprNode) (any, error) {
 		}
 		return e.eval(n.Right)
 	case *actionlint.CompareOpNode:
-		l, err := e.eval(n.Left)
-		if err != nil {
-			return nil, err
-		}
-		r, err := e.eval(n.Right)
+		l, r, err := e.both(n.Left, n.Right)
 		if err != nil {
 			return nil, err
 		}
@@ -181,6 +173,16 @@ func (e *evaluator) eval(n actionlint.ExprNode) (any, error) {
 		return e.call(n)
 	}
 	return nil, fmt.Errorf("expression %T is not simulated", n)
+}
+
+// both evaluates an index's or a comparison's two operands, left first.
+func (e *evaluator) both(a, b actionlint.ExprNode) (any, any, error) {
+	x, err := e.eval(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	y, err := e.eval(b)
+	return x, y, err
 }
 
 func (e *evaluator) call(n *actionlint.FuncCallNode) (any, error) {
