@@ -18,8 +18,9 @@ import (
 // token under load, up to 14 times the model's and 2.5 times at the
 // median. NIM's first tokens at 5 to 50 streams grow with the streams far
 // faster than the model's queue of prefills (Under) lets them; most for a
-// small, fast model (Llama 3.1 8B at 25-50 streams). The planner's ranges
-// carry it (Bands).
+// small, fast model (Llama 3.1 8B at 25-50 streams). No model of what
+// the rows state could follow them (TestLoadedFirstTokensFitNoModel). The
+// planner's ranges carry it (Bands).
 var bounds = map[Regime]struct{ err, lean float64 }{
 	DecodeSmall:   {0.15, 0.05},
 	DecodeLarge:   {0.15, 0.05},
