@@ -80,32 +80,23 @@ func TestChebyshevOnAKnownFit(t *testing.T) {
 // the first.
 func loadedFeatures(t *testing.T) (x [][]float64, y []float64, ids []string) {
 	t.Helper()
+	rows := heldOutLoaded(t)
 	var models []string
-	for _, o := range Oracles {
-		if o.Set == "held-out" && o.Regime() == PrefillLoaded && !slices.Contains(models, o.Model) {
-			models = append(models, o.Model)
+	for _, r := range rows {
+		if !slices.Contains(models, r.Model) {
+			models = append(models, r.Model)
 		}
 	}
 	slices.Sort(models)
-	for _, o := range Oracles {
-		if o.Set != "held-out" || o.Regime() != PrefillLoaded {
-			continue
-		}
-		d, err := Calibrated.deployment(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := predict(d, o)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range rows {
+		o, d := r.Oracle, r.d
 		row := []float64{1,
 			math.Log(float64(o.Concurrency)), math.Log(float64(o.Input)), math.Log(float64(o.Output)),
 			math.Log(d.DecodeStep(o.Concurrency, o.Input+o.Output/2)), math.Log(d.Prefill(o.Input))}
 		for _, m := range models[1:] {
 			row = append(row, map[bool]float64{true: 1}[o.Model == m])
 		}
-		x, y, ids = append(x, row), append(y, math.Log(o.Measured/p)), append(ids, o.ID)
+		x, y, ids = append(x, row), append(y, math.Log(o.Measured/r.predicted)), append(ids, o.ID)
 	}
 	if len(y) <= len(x[0]) {
 		t.Fatalf("%d rows for %d terms", len(y), len(x[0]))

@@ -129,15 +129,8 @@ func TestLoadedRangesHoldTheHeldOutRows(t *testing.T) {
 	t.Parallel()
 	b := Bands[PrefillLoaded]
 	worst, narrowed := 0.0, 0
-	for _, o := range Oracles {
-		if o.Set != "held-out" || o.Regime() != PrefillLoaded {
-			continue
-		}
-		d, err := Calibrated.deployment(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, _ := Calibrated.Predict(o)
+	for _, r := range heldOutLoaded(t) {
+		o, d, p := r.Oracle, r.d, r.predicted
 		burst := 1000 * d.Burst(o.Concurrency, o.Input)
 		worst = max(worst, o.Measured/burst)
 		r := b.Under(p, burst)
@@ -159,4 +152,32 @@ func TestLoadedRangesHoldTheHeldOutRows(t *testing.T) {
 			t.Errorf("%s has a burst ceiling", r)
 		}
 	}
+}
+
+// loadedRow is a held-out first token under load with its deployment and
+// the model's figure.
+type loadedRow struct {
+	Oracle
+	d         Deployment
+	predicted float64
+}
+
+func heldOutLoaded(t *testing.T) []loadedRow {
+	t.Helper()
+	var rows []loadedRow
+	for _, o := range Oracles {
+		if o.Set != "held-out" || o.Regime() != PrefillLoaded {
+			continue
+		}
+		d, err := Calibrated.deployment(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := predict(d, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, loadedRow{o, d, p})
+	}
+	return rows
 }
