@@ -105,7 +105,9 @@ func loadedFeatures(t *testing.T) (x [][]float64, y []float64, ids []string) {
 }
 
 // chebyshev is the least worst residual of any affine fit of y on the
-// rows x, and the d+1 rows that set it.
+// rows x, and the d+1 rows that set it. Subsets whose features do not
+// span d dimensions are skipped: that can only make the figure smaller,
+// so it stays a bound no fit beats.
 func chebyshev(x [][]float64, y []float64) (float64, []int) {
 	d := len(x[0])
 	pick := make([]int, d+1)
