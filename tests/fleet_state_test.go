@@ -352,10 +352,11 @@ func TestFleetStackWithoutSaltAcrossJobs(t *testing.T) {
 	if fails := failures(first); len(fails) > 0 {
 		t.Fatalf("first up: %v", fails)
 	}
-	if n := len(f.checkpoint(t, stack).Checkpoint.Latest.Resources); n < 10 {
+	state := f.checkpoint(t, stack).Checkpoint.Latest
+	if n := len(state.Resources); n < 10 {
 		t.Fatalf("%d resources in the state after the first up", n)
 	}
-	salt := f.checkpoint(t, stack).Checkpoint.Latest.SecretsProviders.State.Salt
+	salt := state.SecretsProviders.State.Salt
 	if salt == "" {
 		t.Fatal("the first up left no passphrase salt in the state")
 	}

@@ -81,6 +81,9 @@ func TestChebyshevOnAKnownFit(t *testing.T) {
 func loadedFeatures(t *testing.T) (x [][]float64, y []float64, ids []string) {
 	t.Helper()
 	rows := heldOutLoaded(t)
+	if len(rows) == 0 {
+		t.Fatal("no held-out first token under load")
+	}
 	var models []string
 	for _, r := range rows {
 		if !slices.Contains(models, r.Model) {
@@ -94,7 +97,11 @@ func loadedFeatures(t *testing.T) (x [][]float64, y []float64, ids []string) {
 			math.Log(float64(o.Concurrency)), math.Log(float64(o.Input)), math.Log(float64(o.Output)),
 			math.Log(d.DecodeStep(o.Concurrency, o.Input+o.Output/2)), math.Log(d.Prefill(o.Input))}
 		for _, m := range models[1:] {
-			row = append(row, map[bool]float64{true: 1}[o.Model == m])
+			is := 0.0
+			if o.Model == m {
+				is = 1
+			}
+			row = append(row, is)
 		}
 		x, y, ids = append(x, row), append(y, math.Log(o.Measured/r.predicted)), append(ids, o.ID)
 	}

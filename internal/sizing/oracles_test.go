@@ -133,11 +133,11 @@ func TestLoadedRangesHoldTheHeldOutRows(t *testing.T) {
 		o, d, p := r.Oracle, r.d, r.predicted
 		burst := 1000 * d.Burst(o.Concurrency, o.Input)
 		worst = max(worst, o.Measured/burst)
-		r := b.Under(p, burst)
-		if o.Measured < r[0]-0.05 || o.Measured > r[1]+0.05 || r[1] < round1(p) {
-			t.Errorf("%s: measured %.1f, model %.1f, range %v", o.ID, o.Measured, p, r)
+		rng := b.Under(p, burst)
+		if o.Measured < rng[0]-0.05 || o.Measured > rng[1]+0.05 || rng[1] < round1(p) {
+			t.Errorf("%s: measured %.1f, model %.1f, range %v", o.ID, o.Measured, p, rng)
 		}
-		if r[1] < b.Range(p)[1] {
+		if rng[1] < b.Range(p)[1] {
 			narrowed++
 		}
 	}
