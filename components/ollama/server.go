@@ -7,6 +7,8 @@ package ollama
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"strings"
@@ -55,6 +57,8 @@ type Server struct {
 	StorageClass string
 	// RuntimeClass is as for Engine, on GPU pools.
 	RuntimeClass string
+	// APIKeyField is the field of the API-key Secret holding its key.
+	APIKeyField string
 }
 
 // Weights is the size in GB of the model's file.
@@ -124,6 +128,16 @@ func (o Server) Release() string { return "ollama-" + o.Name }
 
 // Claim names its model store.
 func (o Server) Claim() string { return "ollama-" + o.Name }
+
+// SourceKey names one source's pull: a new source is a new pull Job.
+func (o Server) SourceKey() string {
+	sum := sha256.Sum256([]byte(o.Ref.Short()))
+	return hex.EncodeToString(sum[:6])
+}
+
+// Marker is the file the pull Job writes once the store holds the
+// model's source under its name.
+func (o Server) Marker() string { return Home + "/.pulled-" + o.SourceKey() }
 
 // ClaimGi sizes the store: the model file, a tenth more, and 2 Gi for
 // Ollama's key pair and a pull's partial files.

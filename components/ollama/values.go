@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/natron/gpu-node-pools/internal/apiproxy"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
@@ -14,14 +15,18 @@ import (
 // mounted, and the Secret holding the API key the proxy checks.
 type Pod struct {
 	ServiceAccount, PriorityClass, TmpPath string
-	APIKeySecret, APIKeyField              string
+	// APIKeySecret holds the models' keys (each model's field is its
+	// Server's APIKeyField).
+	APIKeySecret string
+	// WaitImage runs the init container that waits for the pull.
+	WaitImage string
 }
 
 // pullScript pulls the model only when the volume lacks it: `ollama show`
-// reads the local manifest and never the registry, so a re-deploy, a
-// restart or a rescheduled pod with the same volume pulls nothing. It then
-// names the model after the config (`ollama cp`, a manifest copy), the id
-// clients ask for on either runtime.
+// reads the local manifest and never the registry, so a rerun or a second
+// up pulls nothing. It then names the model after the config (`ollama
+// cp`, a manifest copy), the id clients ask for on either runtime, and
+// marks the store as holding this source.
 func pullScript(o Server) string {
 	return fmt.Sprintf(`set -e
 ollama serve >/tmp/ollama-serve.log 2>&1 &
@@ -32,7 +37,8 @@ else
   ollama pull %[1]q
 fi
 ollama cp %[1]q %[2]q
-kill $!`, o.Ref.Short(), o.Name)
+kill $!
+touch %[3]s`, o.Ref.Short(), o.Name, o.Marker())
 }
 
 func envVars(kv ...string) []any {
@@ -47,47 +53,79 @@ func resourceSpec(cpu, memory, memoryLimit string) map[string]any {
 	return map[string]any{"requests": map[string]any{"cpu": cpu, "memory": memory}, "limits": map[string]any{"memory": memoryLimit}}
 }
 
-// pullContainer fills the model store before Ollama starts: the pull's
-// hours never count against the probes, which start after it.
-func pullContainer(o Server, pod Pod) map[string]any {
+// PullComponent labels the pull Jobs' pods: their network policy, the
+// only one that lets an Ollama pod reach the internet, selects them.
+const PullComponent = "ollama-pull"
+
+// PullJob fills the model store from the Ollama registry, once per
+// source (the Job's name carries it: a Job's template cannot change),
+// in a pod of its own: the server never needs the internet, so its pods
+// have no egress at all. On CPU nodes, restricted, without an API token.
+func PullJob(ns string, o Server, pod Pod, labels map[string]any) map[string]any {
+	podLabels := map[string]any{"gpu-node-pools/model": o.Name}
+	for k, v := range labels {
+		podLabels[k] = v
+	}
 	return map[string]any{
-		"name": "pull-model", "image": o.Image,
-		"command":         []any{"sh", "-c", pullScript(o)},
-		"env":             envVars("HOME", Home, "OLLAMA_HOST", fmt.Sprintf("127.0.0.1:%d", Port)),
-		"securityContext": podsecurity.ContainerContext(true),
-		"resources":       resourceSpec("500m", "512Mi", "1Gi"),
-		"volumeMounts": []any{
-			map[string]any{"name": "ollama-data", "mountPath": Home},
-			map[string]any{"name": "tmp", "mountPath": pod.TmpPath},
+		"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{
+			"name": o.Release() + "-pull-" + o.SourceKey(), "namespace": ns,
+			"labels": map[string]any{"gpu-node-pools/model": o.Name},
+			"annotations": map[string]any{
+				// a large pull outlasts an apply timeout; the server waits
+				// for the marker instead
+				"pulumi.com/skipAwait":              "true",
+				"argocd.argoproj.io/sync-options":   "Replace=true",
+				"kustomize.toolkit.fluxcd.io/force": "enabled",
+			},
+		},
+		"spec": map[string]any{
+			"backoffLimit": 6,
+			"template": map[string]any{"metadata": map[string]any{"labels": podLabels}, "spec": map[string]any{
+				"restartPolicy":                "OnFailure",
+				"serviceAccountName":           pod.ServiceAccount,
+				"automountServiceAccountToken": false,
+				"securityContext":              podsecurity.PodContext(),
+				"affinity":                     map[string]any{"nodeAffinity": gpupool.AvoidGPUNodes()},
+				"containers": []any{map[string]any{
+					"name": "pull", "image": o.Image,
+					"command":         []any{"sh", "-c", pullScript(o)},
+					"env":             envVars("HOME", Home, "OLLAMA_HOST", fmt.Sprintf("%s:%d", Host, Port)),
+					"securityContext": podsecurity.ContainerContext(true),
+					"resources":       resourceSpec("500m", "512Mi", "1Gi"),
+					"volumeMounts": []any{
+						map[string]any{"name": "ollama-data", "mountPath": Home},
+						map[string]any{"name": "tmp", "mountPath": pod.TmpPath},
+					},
+				}},
+				"volumes": []any{
+					map[string]any{"name": "ollama-data", "persistentVolumeClaim": map[string]any{"claimName": o.Claim()}},
+					podsecurity.ScratchVolume("tmp", "2Gi"),
+				},
+			}},
 		},
 	}
 }
 
-// proxyContainer is the API-key proxy, a native sidecar (an init container
-// that keeps running): the chart has no slot for a second container, and
-// a sidecar starts before Ollama and stops after it. The Caddy image sets
-// cap_net_bind_service=+ep on its binary, so with every capability
-// dropped exec fails with EPERM (caddyserver/caddy-docker issue 396);
-// NET_BIND_SERVICE, the one capability the restricted profile lets a pod
-// add, is added back. Caddy writes only under XDG_*_HOME.
-func proxyContainer(o Server, pod Pod) map[string]any {
-	sc := podsecurity.ContainerContext(true)
-	sc["capabilities"] = map[string]any{"drop": []any{"ALL"}, "add": []any{"NET_BIND_SERVICE"}}
-	env := append(envVars("XDG_CONFIG_HOME", pod.TmpPath+"/config", "XDG_DATA_HOME", pod.TmpPath+"/data"),
-		map[string]any{"name": ProxyKeyEnv, "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": pod.APIKeySecret, "key": pod.APIKeyField}}})
+// waitContainer holds the server until the pull Job has filled the
+// store with this source: the pull's hours never count against the
+// probes, which start after it.
+func waitContainer(o Server, pod Pod) map[string]any {
 	return map[string]any{
-		"name": "api-key-proxy", "image": o.ProxyImage, "restartPolicy": "Always",
-		"command":         []any{"caddy", "run", "--config", "/etc/caddy/Caddyfile", "--adapter", "caddyfile"},
-		"ports":           []any{map[string]any{"name": "proxy", "containerPort": ProxyPort, "protocol": "TCP"}},
-		"env":             env,
-		"securityContext": sc,
-		"resources":       resourceSpec("50m", "64Mi", "256Mi"),
-		"startupProbe":    map[string]any{"tcpSocket": map[string]any{"port": ProxyPort}, "periodSeconds": 2, "failureThreshold": 30},
-		"volumeMounts": []any{
-			map[string]any{"name": "proxy-config", "mountPath": "/etc/caddy", "readOnly": true},
-			map[string]any{"name": "proxy-tmp", "mountPath": pod.TmpPath},
-		},
+		"name": "wait-for-model", "image": pod.WaitImage,
+		"command":         []any{"sh", "-c", fmt.Sprintf("until [ -f %s ]; do echo waiting for the pull; sleep 10; done", o.Marker())},
+		"securityContext": podsecurity.ContainerContext(true),
+		"resources":       resourceSpec("10m", "16Mi", "64Mi"),
+		"volumeMounts":    []any{map[string]any{"name": "ollama-data", "mountPath": Home, "readOnly": true}},
 	}
+}
+
+// proxyContainer is the API-key proxy, a native sidecar: the chart has
+// no slot for a second container, and a sidecar starts before Ollama and
+// stops after it.
+func proxyContainer(o Server, pod Pod) map[string]any {
+	return apiproxy.Container(ProxyContainer, o.ProxyImage, pod.TmpPath, []apiproxy.Port{{Name: "proxy", Port: ProxyPort}},
+		[]apiproxy.Key{{Env: ProxyKeyEnv, Secret: pod.APIKeySecret, Field: o.APIKeyField}}, true)
 }
 
 // Values are the Ollama chart's values for one model: restricted,
@@ -120,12 +158,9 @@ func Values(o Server, pod Pod) map[string]any {
 			"OLLAMA_CONTEXT_LENGTH", fmt.Sprint(o.ContextLength), "OLLAMA_NUM_PARALLEL", fmt.Sprint(o.Parallel),
 			// one model per server, kept loaded: it is what the pod is for
 			"OLLAMA_MAX_LOADED_MODELS", "1", "OLLAMA_KEEP_ALIVE", "-1"),
-		"volumes": []any{
-			podsecurity.ScratchVolume("tmp", "2Gi"), podsecurity.ScratchVolume("proxy-tmp", "64Mi"),
-			map[string]any{"name": "proxy-config", "configMap": map[string]any{"name": o.Release() + "-proxy"}},
-		},
+		"volumes":        append([]any{podsecurity.ScratchVolume("tmp", "2Gi")}, apiproxy.Volumes(o.Release()+"-proxy")...),
 		"volumeMounts":   []any{map[string]any{"name": "tmp", "mountPath": pod.TmpPath}},
-		"initContainers": []any{pullContainer(o, pod), proxyContainer(o, pod)},
+		"initContainers": []any{waitContainer(o, pod), proxyContainer(o, pod)},
 		"service":        map[string]any{"port": 80},
 		"tests":          map[string]any{"enabled": false},
 	}

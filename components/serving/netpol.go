@@ -2,6 +2,9 @@ package serving
 
 import (
 	"net/url"
+
+	"github.com/natron/gpu-node-pools/internal/kube"
+
 	"slices"
 	"strconv"
 )
@@ -105,22 +108,30 @@ func AllowDNS(ns string) map[string]any {
 	})
 }
 
-// NetworkPolicy admits traffic to a model's engine only from the ingress
-// controller's namespace, Prometheus, the client namespaces the stack
-// names and, for a model that scales from zero, the interceptor. Its
-// egress is DNS alone (AllowDNS): the weights are local.
+// NetworkPolicy admits a model's callers to its engine's API-key proxy
+// and Prometheus to its metrics port, nothing else of the pod: the
+// ingress controller and the client namespaces for a model that always
+// runs; for one that scales from zero, only the HTTP add-on's
+// interceptor, which the gateway's key check guards (the ingress and the
+// clients reach the model through the gateway). Its egress is DNS alone
+// (AllowDNS): the weights are local.
 func NetworkPolicy(ns string, e Engine, o Options) map[string]any {
-	sources := []any{fromNamespace(o.IngressNamespace), fromNamespace(o.PrometheusNamespace)}
-	for _, c := range o.ClientNamespaces {
-		sources = append(sources, fromNamespace(c))
-	}
+	var callers []any
 	if e.ScalesFromZero() {
-		sources = append(sources, fromNamespace(KEDANamespace))
+		callers = []any{withPods(fromNamespace(KEDANamespace), kube.AnyMap(InterceptorPods))}
+	} else {
+		callers = []any{fromNamespace(o.IngressNamespace)}
+		for _, c := range o.ClientNamespaces {
+			callers = append(callers, fromNamespace(c))
+		}
 	}
 	return netpol(ns, "model-"+e.Name, map[string]any{
 		"podSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": e.Name}},
 		"policyTypes": []any{"Ingress"},
-		"ingress":     []any{map[string]any{"from": sources, "ports": []any{tcp(8000)}}},
+		"ingress": []any{
+			map[string]any{"from": callers, "ports": []any{tcp(ProxyPort)}},
+			map[string]any{"from": []any{fromNamespace(o.PrometheusNamespace)}, "ports": []any{tcp(MetricsPort)}},
+		},
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/natron/gpu-node-pools/internal/apiproxy"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
@@ -201,6 +202,17 @@ func Ingress(ns string, m Engine, o Options) map[string]any {
 // long.
 const ResponseSeconds = 3600
 
+// ingressPaths route the OpenAI paths the product offers, and nothing
+// else, to the backend: the ingress controller answers any other path
+// itself (404), so it never reaches a model, let alone wakes one.
+func ingressPaths(backend map[string]any) []any {
+	var out []any
+	for _, p := range apiproxy.IngressPaths() {
+		out = append(out, map[string]any{"path": p.Path, "pathType": p.Type, "backend": map[string]any{"service": backend}})
+	}
+	return out
+}
+
 // modelIngress is a model's public TLS endpoint, whatever serves it:
 // clients switch runtimes by hostname alone.
 func modelIngress(ns, model, hostname string, backend map[string]any, readTimeout int, o Options) map[string]any {
@@ -221,10 +233,7 @@ func modelIngress(ns, model, hostname string, backend map[string]any, readTimeou
 			"tls":              []any{map[string]any{"hosts": []any{hostname}, "secretName": "model-" + model + "-tls"}},
 			"rules": []any{map[string]any{
 				"host": hostname,
-				"http": map[string]any{"paths": []any{map[string]any{
-					"path": "/", "pathType": "Prefix",
-					"backend": map[string]any{"service": backend},
-				}}},
+				"http": map[string]any{"paths": ingressPaths(backend)},
 			}},
 		},
 	}

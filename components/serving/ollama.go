@@ -8,6 +8,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/internal/fielderr"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/models"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -107,6 +108,7 @@ func NewOllamaServer(m ModelSpec, pool *gpupool.Facts, o Options, runtimeClass s
 		ContextLength: cmp.Or(m.MaxModelLen, ollama.DefaultContext), Parallel: cmp.Or(m.Concurrency, ollama.DefaultParallel),
 		Pool: pool, NodeSelector: maps.Clone(m.NodeSelector), Hostname: m.Hostname,
 		Image: o.OllamaImage, ProxyImage: o.ProxyImage, StorageClass: o.StorageClass,
+		APIKeyField: m.KeyField(),
 	}
 	if pool != nil {
 		s.RuntimeClass = runtimeClass
@@ -140,19 +142,33 @@ func OllamaNetworkPolicy(ns string, o ollama.Server, opts Options) map[string]an
 // namespace: the model servers' account and priority, the scratch mount,
 // the API key.
 var OllamaPod = ollama.Pod{ServiceAccount: ModelServerAccount, PriorityClass: ServingPriority, TmpPath: TmpPath,
-	APIKeySecret: APIKeySecret, APIKeyField: APIKeyField}
+	APIKeySecret: APIKeySecret, WaitImage: WaitImage}
+
+// OllamaPullPods selects one model's pull Job pods.
+func OllamaPullPods(o ollama.Server) map[string]any {
+	return map[string]any{ComponentLabel: ollama.PullComponent, "gpu-node-pools/model": o.Name}
+}
+
+// OllamaRelease is an Ollama model's chart release: its values, and the
+// patches that put Ollama behind the proxy on loopback.
+func OllamaRelease(src helm.Source, srv ollama.Server, chart helm.Chart) helm.Release {
+	rel := src.Release(srv.Release(), chart, ollama.Values(srv, OllamaPod))
+	rel.Patches = ollama.Patches()
+	return rel
+}
 
 // PrivateRanges are never a registry: the pull's egress excludes them,
 // so an Ollama pod reaches nothing inside the cluster or the site's
 // networks.
 var PrivateRanges = []any{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16"}
 
-// OllamaEgress lets the pull reach the Ollama registry over HTTPS. Its
-// blobs come from a CDN whose addresses change, so the policy admits
-// public addresses on 443 rather than names.
+// OllamaEgress lets a model's pull Job, and nothing else, reach the
+// Ollama registry over HTTPS. Its blobs come from a CDN whose addresses
+// change, so the policy admits public addresses on 443 rather than names;
+// the server's pods, which never pull, reach nothing.
 func OllamaEgress(ns string, o ollama.Server) map[string]any {
 	return netpol(ns, "model-"+o.Name+"-pull", map[string]any{
-		"podSelector": map[string]any{"matchLabels": ollama.Pods(o)},
+		"podSelector": map[string]any{"matchLabels": OllamaPullPods(o)},
 		"policyTypes": []any{"Egress"},
 		"egress": []any{map[string]any{
 			"to":    []any{map[string]any{"ipBlock": map[string]any{"cidr": "0.0.0.0/0", "except": PrivateRanges}}},

@@ -11,19 +11,25 @@ import (
 
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/plain"
+	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
 
-// serveOllama registers one Ollama model: its store, the proxy's
-// configuration, the chart (its Service pointed at the proxy), the
-// network policies and, with a hostname, the TLS ingress.
-func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Resolved, srv ollama.Server, child, inNS []pulumi.ResourceOption) (ModelEndpoint, error) {
+// serveOllama registers one Ollama model: its store, the pull Job that
+// fills it, the proxy's configuration, the chart (Ollama on loopback
+// behind the proxy, its pods rolled when its key changes), the network
+// policies and, with a hostname, the TLS ingress.
+func (ms *ModelServing) serveOllama(r *registrar, srv ollama.Server) (ModelEndpoint, error) {
+	ctx, name, plan, inNS := r.ctx, r.name, r.plan, r.inNS
 	o := plan.Options
 	ns := o.Namespace
 	prefix := name + "-" + srv.Name
-	// ReadWriteOnce suffices: one replica, the chart's Recreate strategy
-	claim, err := corev1.NewPersistentVolumeClaim(ctx, prefix+"-store", modelClaim(srv.Claim(), ns, "ReadWriteOnce", srv.StorageClass, srv.ClaimGi()), inNS...)
+	// ReadWriteMany: the pull Job fills it, the server reads it
+	claim, err := corev1.NewPersistentVolumeClaim(ctx, prefix+"-store", modelClaim(srv.Claim(), ns, "ReadWriteMany", srv.StorageClass, srv.ClaimGi()), inNS...)
 	if err != nil {
 		return ModelEndpoint{}, fmt.Errorf("model store: %w", err)
+	}
+	if err := r.object("-"+srv.Name+"-pull", "pull job", ollama.PullJob(ns, srv, OllamaPod, OllamaPullPods(srv)), r.after(r.namespaces[podsecurity.Serving], claim)); err != nil {
+		return ModelEndpoint{}, err
 	}
 	proxy, err := corev1.NewConfigMap(ctx, prefix+"-proxy", &corev1.ConfigMapArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(srv.Release() + "-proxy"), Namespace: pulumi.String(ns)},
@@ -32,9 +38,10 @@ func (ms *ModelServing) serveOllama(ctx *pulumi.Context, name string, plan Resol
 	if err != nil {
 		return ModelEndpoint{}, fmt.Errorf("proxy config: %w", err)
 	}
-	rel := plan.Source.Release(srv.Release(), o.Charts.Ollama, ollama.Values(srv, OllamaPod))
+	rel := OllamaRelease(plan.Source, srv, o.Charts.Ollama)
 	if _, err := helm.Install(ctx, prefix, rel, ns, plan.Source,
-		append(inNS, pulumi.DependsOn([]pulumi.Resource{claim, proxy}), pulumi.Transforms([]pulumi.ResourceTransform{ollama.ThroughProxy}))...); err != nil {
+		append(inNS, pulumi.DependsOn([]pulumi.Resource{claim, proxy}),
+			pulumi.Transforms([]pulumi.ResourceTransform{RollOnKeyChange(KeyHash(r.keys[srv.APIKeyField]))}))...); err != nil {
 		return ModelEndpoint{}, fmt.Errorf("chart: %w", err)
 	}
 	for _, np := range []struct {

@@ -1,7 +1,6 @@
 package serving_test
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -13,14 +12,12 @@ import (
 	"github.com/natron/gpu-node-pools/components/ollama"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
-	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/testkit/fieldtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
@@ -165,8 +162,8 @@ func ollamaServer(t *testing.T, pool string) ollama.Server {
 
 func renderOllama(t *testing.T, srv ollama.Server) (pod, svc map[string]any) {
 	t.Helper()
-	rel := helm.Release{Name: srv.Release(), Chart: serving.OllamaChart, Values: ollama.Values(srv, serving.OllamaPod)}
-	for _, o := range helmtest.RenderRelease(t, filepath.Join(pulumitest.SharedDir(t), "charts"), rel, "models") {
+	rel := serving.OllamaRelease(helm.Source{}, srv, serving.OllamaChart)
+	for _, o := range rel.Apply(helmtest.RenderRelease(t, filepath.Join(pulumitest.SharedDir(t), "charts"), rel, "models")) {
 		switch o["kind"] {
 		case "Deployment":
 			pod = get(o, "spec", "template", "spec").(map[string]any)
@@ -194,10 +191,12 @@ func containerNamed(t *testing.T, pod map[string]any, list, name string) map[str
 	return nil
 }
 
-// The real Ollama chart with the program's values: a restricted pod, the
-// pull before Ollama starts, the proxy as a sidecar holding the key from
-// the API-key Secret, the Service sent to the proxy, and on a GPU pool the
-// pool's resource, placement and runtime class; on CPU nodes none of them.
+// The real Ollama chart with the program's values and patches: a
+// restricted pod that waits for its pull Job, the proxy as a sidecar
+// holding the model's key from the API-key Secret, Ollama on loopback with
+// its probes through the proxy, the Service sent to the proxy, and on a
+// GPU pool the pool's resource, placement and runtime class; on CPU nodes
+// none of them.
 func TestOllamaChartRendersTheServer(t *testing.T) {
 	t.Parallel()
 	for _, pool := range []string{"slices", "shared", ""} {
@@ -210,10 +209,13 @@ func TestOllamaChartRendersTheServer(t *testing.T) {
 				t.Fatalf("Ollama's pod needs %s (%v), want restricted: %v", level, err, v)
 			}
 			inits := pod["initContainers"].([]any)
-			if len(inits) != 2 || inits[0].(map[string]any)["name"] != "pull-model" {
-				t.Fatalf("init containers %v: the pull must come first", inits)
+			if len(inits) != 2 || inits[0].(map[string]any)["name"] != "wait-for-model" {
+				t.Fatalf("init containers %v: the wait for the pull must come first", inits)
 			}
-			proxy := containerNamed(t, pod, "initContainers", "api-key-proxy")
+			if wait := strings.Join(toStrings(inits[0].(map[string]any)["command"]), " "); !strings.Contains(wait, srv.Marker()) {
+				t.Errorf("the server does not wait for its source's pull: %q", wait)
+			}
+			proxy := containerNamed(t, pod, "initContainers", ollama.ProxyContainer)
 			if proxy["restartPolicy"] != "Always" {
 				t.Error("the proxy is not a sidecar: it would block the pod's start")
 			}
@@ -226,13 +228,19 @@ func TestOllamaChartRendersTheServer(t *testing.T) {
 			for _, e := range main["env"].([]any) {
 				env[e.(map[string]any)["name"].(string)] = e.(map[string]any)["value"]
 			}
-			for k, v := range map[string]any{"OLLAMA_CONTEXT_LENGTH": "8192", "OLLAMA_NUM_PARALLEL": "2", "HOME": ollama.Home, "OLLAMA_KEEP_ALIVE": "-1"} {
+			for k, v := range map[string]any{"OLLAMA_CONTEXT_LENGTH": "8192", "OLLAMA_NUM_PARALLEL": "2", "HOME": ollama.Home, "OLLAMA_KEEP_ALIVE": "-1",
+				"OLLAMA_HOST": fmt.Sprintf("127.0.0.1:%d", ollama.Port)} {
 				if env[k] != v {
 					t.Errorf("env %s=%v, want %v", k, env[k], v)
 				}
 			}
 			if cmd := strings.Join(toStrings(get(main, "lifecycle", "postStart", "exec", "command")), " "); !strings.Contains(cmd, "ollama run llama-dev") {
 				t.Errorf("the model is not loaded before the pod is ready: postStart %q", cmd)
+			}
+			for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+				if port := get(main, probe, "httpGet", "port"); fmt.Sprint(port) != fmt.Sprint(ollama.ProxyPort) {
+					t.Errorf("%s reads port %v, want the proxy's %d: Ollama listens on loopback", probe, port, ollama.ProxyPort)
+				}
 			}
 			if get(pod, "volumes").([]any)[0].(map[string]any)["persistentVolumeClaim"].(map[string]any)["claimName"] != srv.Claim() {
 				t.Errorf("model store is not the program's claim: %v", pod["volumes"])
@@ -265,17 +273,10 @@ func TestOllamaChartRendersTheServer(t *testing.T) {
 					t.Errorf("no toleration of %s: %v", gpupool.GPUTaint, pod["tolerations"])
 				}
 			}
-			// the chart points its Service at Ollama; the transform sends it to the proxy
-			if get(svc, "spec", "ports").([]any)[0].(map[string]any)["targetPort"] != "http" {
-				t.Fatalf("the chart's Service changed: %v; check ollama.ThroughProxy", get(svc, "spec", "ports"))
-			}
-			res := ollama.ThroughProxy(context.Background(), &pulumi.ResourceTransformArgs{Type: "kubernetes:core/v1:Service", Props: plain.Map(svc)})
-			if res == nil {
-				t.Fatal("the transform leaves the Service on Ollama's port")
-			}
-			port := res.Props["spec"].(pulumi.Map)["ports"].(pulumi.Array)[0].(pulumi.Map)
-			if port["targetPort"] != pulumi.Int(ollama.ProxyPort) || port["port"] == nil {
-				t.Errorf("Service port after the transform: %v", port)
+			// the patches send the chart's Service to the proxy
+			port := get(svc, "spec", "ports").([]any)[0].(map[string]any)
+			if fmt.Sprint(port["targetPort"]) != fmt.Sprint(ollama.ProxyPort) || port["port"] == nil {
+				t.Errorf("Service port after the patches: %v", port)
 			}
 		})
 	}
@@ -302,14 +303,16 @@ cp) touch "$STORE/$(echo "$3" | tr '/:' '__')" ;;
 esac
 `
 
-// The pull container's script, as rendered, run twice against the same
-// store: the first start pulls, the second (a re-deploy, a restart)
-// pulls nothing; both leave the model under the config's name.
+// The pull Job's script, as rendered, run twice against the same store:
+// the first run pulls, the second (a rerun, a second up) pulls nothing;
+// both leave the model under the config's name and mark the store as
+// holding the source, which the server waits for.
 func TestOllamaPullsOnce(t *testing.T) {
 	t.Parallel()
 	srv := ollamaServer(t, "")
-	pod, _ := renderOllama(t, srv)
-	script := toStrings(containerNamed(t, pod, "initContainers", "pull-model")["command"])[2]
+	job := ollama.PullJob("models", srv, serving.OllamaPod, serving.OllamaPullPods(srv))
+	script := toStrings(get(job, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)["command"])[2]
+	script = strings.ReplaceAll(script, ollama.Home+"/", "/tmp/")
 	bin, store := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(bin, "ollama"), []byte(fakeOllama), 0o755); err != nil {
 		t.Fatal(err)
@@ -342,5 +345,8 @@ func TestOllamaPullsOnce(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(store, "llama-dev")); err != nil || second[len(second)-1] != "cp llama3.2:3b llama-dev" {
 		t.Errorf("the model is not named after the config: %q", second)
+	}
+	if _, err := os.Stat(filepath.Join(store, strings.TrimPrefix(srv.Marker(), ollama.Home+"/"))); err != nil {
+		t.Errorf("the pull does not mark the store for the server: %v", err)
 	}
 }

@@ -29,6 +29,8 @@ type registrar struct {
 	// downloadDeps must exist before a download Job; keda before a
 	// ScaledObject or an InterceptorRoute.
 	downloadDeps, keda []pulumi.Resource
+	// keys are the API keys by their field in the API-key Secret.
+	keys map[string]pulumi.StringOutput
 }
 
 // after is the children's options with dependencies added.
@@ -85,12 +87,19 @@ func (r *registrar) registerSecrets() error {
 		key = pw.Result
 	}
 	r.ms.APIKey = pulumi.ToSecret(key.ToStringOutput()).(pulumi.StringOutput)
+	keys := pulumi.StringMap{APIKeyField: r.ms.APIKey}
+	r.keys = map[string]pulumi.StringOutput{APIKeyField: r.ms.APIKey}
+	for _, model := range plain.SortedKeys(r.plan.ModelKeys) {
+		k := r.plan.ModelKeys[model].Output()
+		field := ModelSpec{Name: model, APIKey: r.plan.ModelKeys[model]}.KeyField()
+		keys[field], r.keys[field], r.ms.ModelKeys[model] = k, k, k
+	}
 	secrets := []struct {
 		name, resource string
 		data           func() pulumi.StringMap
 		needed         bool
 	}{
-		{APIKeySecret, "-api-key-secret", func() pulumi.StringMap { return pulumi.StringMap{APIKeyField: r.ms.APIKey} }, true},
+		{APIKeySecret, "-api-key-secret", func() pulumi.StringMap { return keys }, true},
 		{StorageSecret, "-storage-secret", func() pulumi.StringMap { return r.plan.Storage.Env() }, len(r.plan.Engines) > 0},
 	}
 	for _, sec := range secrets {

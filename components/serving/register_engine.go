@@ -4,9 +4,11 @@ import (
 	"fmt"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
 
@@ -50,16 +52,63 @@ func (r *registrar) registerCache(m Engine) (pulumi.Resource, error) {
 	return claim, nil
 }
 
-// registerEngine: the vllm-stack chart of one model, whose replicas KEDA
-// owns.
+// registerEngine: the proxy's configuration and the vllm-stack chart of
+// one model, whose replicas KEDA owns, its engine behind the proxy, its
+// pods rolled when its key changes.
 func (r *registrar) registerEngine(m Engine, claim pulumi.Resource) (pulumi.Resource, error) {
-	rel := r.plan.Source.Release(Release(m.Name), r.plan.Options.Charts.VLLMStack, VLLMValues(m))
+	proxy, err := corev1.NewConfigMap(r.ctx, r.name+"-"+m.Name+"-proxy", &corev1.ConfigMapArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(ProxyConfigMap(m.Name)), Namespace: pulumi.String(r.ns)},
+		Data:     pulumi.StringMap{"Caddyfile": pulumi.String(EngineProxy().Caddyfile())},
+	}, r.inNS...)
+	if err != nil {
+		return nil, fmt.Errorf("proxy config %s: %w", m.Name, err)
+	}
+	rel := EngineRelease(r.plan.Source, m, r.plan.Options.Charts.VLLMStack)
 	chart, err := helm.Install(r.ctx, r.name+"-"+m.Name, rel, r.ns, r.plan.Source,
-		append(r.after(r.namespaces[podsecurity.Serving], claim), pulumi.Transforms([]pulumi.ResourceTransform{LeaveReplicasToKEDA, ProgressDeadline(m)}))...)
+		append(r.after(r.namespaces[podsecurity.Serving], claim, proxy), pulumi.Transforms([]pulumi.ResourceTransform{
+			LeaveReplicasToKEDA, ProgressDeadline(m), RollOnKeyChange(KeyHash(r.keys[m.APIKeyField]))}))...)
 	if err != nil {
 		return nil, fmt.Errorf("vllm-stack %s: %w", m.Name, err)
 	}
 	return chart, nil
+}
+
+// registerGateway: for models that scale from zero, the gateway that
+// checks their keys before the interceptor wakes them (its pods rolled
+// when a key changes), its network policy, and the interceptor's of a
+// KEDA the program installs.
+func (r *registrar) registerGateway() error {
+	waking := wakingEngines(r.plan.Engines)
+	if len(waking) == 0 {
+		return nil
+	}
+	cm, err := corev1.NewConfigMap(r.ctx, r.name+"-gateway-config", &corev1.ConfigMapArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(GatewayName), Namespace: pulumi.String(r.ns)},
+		Data:     pulumi.ToStringMap(GatewayConfig(r.ns, waking)),
+	}, r.inNS...)
+	if err != nil {
+		return fmt.Errorf("gateway config: %w", err)
+	}
+	var keys []pulumi.StringOutput
+	for _, e := range waking {
+		keys = append(keys, r.keys[e.APIKeyField])
+	}
+	dep := GatewayDeployment(r.ns, waking, r.plan.Options.ProxyImage)
+	tmpl := dep["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
+	tmpl["annotations"] = map[string]any{KeyHashAnnotation: KeyHash(keys...)}
+	if r.plan.Source.SkipAwait {
+		dep["metadata"].(map[string]any)["annotations"] = map[string]any{"pulumi.com/skipAwait": "true"}
+	}
+	if err := r.object("-gateway", "gateway", dep, r.after(r.namespaces[podsecurity.Serving], cm)); err != nil {
+		return err
+	}
+	if err := r.object("-gateway-netpol", "gateway network policy", GatewayNetworkPolicy(r.ns, r.plan.Options), r.inNS); err != nil {
+		return err
+	}
+	if !r.plan.InstallsHTTPAddOn() {
+		return nil
+	}
+	return r.object("-interceptor-netpol", "interceptor network policy", InterceptorNetworkPolicy(r.ns), r.after(r.namespaces[podsecurity.KEDA]))
 }
 
 // registerScaling: the ScaledObject on queue depth and, for a model that
@@ -75,7 +124,7 @@ func (r *registrar) registerScaling(m Engine, chart pulumi.Resource) error {
 		r.after(append([]pulumi.Resource{r.namespaces[podsecurity.Serving]}, r.keda...)...)); err != nil {
 		return err
 	}
-	if _, err := corev1.NewService(r.ctx, r.name+"-"+m.Name+"-wake", wakeService(r.ns, m), r.inNS...); err != nil {
+	if _, err := corev1.NewService(r.ctx, r.name+"-"+m.Name+"-wake", plain.ServiceArgs(WakeService(r.ns, m)), r.inNS...); err != nil {
 		return fmt.Errorf("wake service %s: %w", m.Name, err)
 	}
 	return nil
@@ -110,7 +159,7 @@ func (r *registrar) registerExposure(m Engine) (ModelEndpoint, error) {
 // registerOllamas registers the models Ollama serves.
 func (r *registrar) registerOllamas() error {
 	for _, srv := range r.plan.Ollamas {
-		ep, err := r.ms.serveOllama(r.ctx, r.name, r.plan, srv, r.child, r.inNS)
+		ep, err := r.ms.serveOllama(r, srv)
 		if err != nil {
 			return fmt.Errorf("ollama %s: %w", srv.Name, err)
 		}

@@ -8,8 +8,6 @@ import (
 	"github.com/natron/gpu-node-pools/components/ollama"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
-	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/internal/component"
@@ -43,6 +41,9 @@ type Resolved struct {
 	Source helm.Source
 	// PodSecurity are the levels the namespaces enforce, by role.
 	PodSecurity podsecurity.Spec
+	// ModelKeys are the models' own API keys, by model (a model without
+	// one takes the shared key).
+	ModelKeys map[string]secret.Secret
 }
 
 // InstallsKEDA is whether the program installs KEDA: for models, unless the
@@ -113,8 +114,10 @@ type Args struct {
 type ModelServing struct {
 	pulumi.ResourceState
 
-	// APIKey is the key every model expects, a secret.
+	// APIKey is the key every model without its own expects, a secret.
 	APIKey pulumi.StringOutput
+	// ModelKeys are the models' own keys, by model, secrets.
+	ModelKeys map[string]pulumi.StringOutput
 	// Endpoints are the in-cluster and public endpoints by model.
 	Endpoints map[string]ModelEndpoint
 	// ExternalSecrets are the Secrets to create with the cluster's secret
@@ -162,22 +165,23 @@ func NewEngine(m ModelSpec, pool gpupool.Facts, o Options, serviceMonitorLabels 
 	return Engine{
 		Model: m.Model(), Source: m.Source, Hostname: m.Hostname, Pool: pool, MinReplicas: m.Replicas(),
 		QueueDepthTarget: m.QueueDepthTarget, Image: o.Image,
-		APIKeySecret: APIKeySecret, WeightsClaim: WeightsClaim(m.Name), BandwidthMBps: o.BandwidthMBps,
+		APIKeySecret: APIKeySecret, APIKeyField: m.KeyField(), ProxyImage: o.ProxyImage,
+		WeightsClaim: WeightsClaim(m.Name), BandwidthMBps: o.BandwidthMBps,
 		PrometheusAddress: o.PrometheusAddress, ServiceMonitorLabels: serviceMonitorLabels,
 		RuntimeClass: runtimeClass, PriorityClass: ServingPriority,
 	}
 }
 
-// wakeService is a scaled-to-zero model's in-cluster name: it resolves to
-// the interceptor (in KEDA's namespace), which an Ingress in the model's
-// namespace can then name as its backend.
-func wakeService(ns string, e Engine) *corev1.ServiceArgs {
-	return &corev1.ServiceArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(RouteName(e.Name)), Namespace: pulumi.String(ns),
-			Labels: pulumi.StringMap{"gpu-node-pools/model": pulumi.String(e.Name)}},
-		Spec: &corev1.ServiceSpecArgs{
-			Type: pulumi.String("ExternalName"), ExternalName: pulumi.String(InterceptorHost),
-			Ports: corev1.ServicePortArray{corev1.ServicePortArgs{Name: pulumi.String("http"), Port: pulumi.Int(InterceptorPort), Protocol: pulumi.String("TCP")}},
+// WakeService is a scaled-to-zero model's in-cluster name: it leads to
+// the gateway, which checks the model's key before the interceptor wakes
+// the model; an Ingress in the model's namespace names it as its backend.
+func WakeService(ns string, e Engine) map[string]any {
+	return map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": RouteName(e.Name), "namespace": ns, "labels": map[string]any{"gpu-node-pools/model": e.Name}},
+		"spec": map[string]any{
+			"selector": kube.AnyMap(GatewayPods),
+			"ports":    []any{map[string]any{"name": "http", "port": InterceptorPort, "targetPort": InterceptorPort, "protocol": "TCP"}},
 		},
 	}
 }
@@ -186,7 +190,7 @@ func wakeService(ns string, e Engine) *corev1.ServiceArgs {
 // each model (weights cache, download, vllm-stack release, network policy,
 // TLS ingress), KEDA and the batch CronJobs.
 func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulumi.ResourceOption) (*ModelServing, error) {
-	ms := &ModelServing{Endpoints: map[string]ModelEndpoint{}}
+	ms := &ModelServing{Endpoints: map[string]ModelEndpoint{}, ModelKeys: map[string]pulumi.StringOutput{}}
 	child, err := component.Start(ctx, ModelServingType, name, ms, args != nil && args.Workload != nil, "a workload provider",
 		func() pulumi.ProviderResource { return args.Workload }, opts...)
 	if err != nil {
@@ -195,7 +199,7 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 	r := &registrar{ctx: ctx, name: name, ms: ms, plan: args.Plan, ns: args.Plan.Options.Namespace, child: child}
 	// The order is the order of registration, and of dependencies.
 	steps := []func() error{r.registerNamespaces, r.registerPriorityClasses, r.registerSecrets, r.registerAccounts,
-		r.registerNamespacePolicies, r.registerKEDA, r.registerEngines, r.registerOllamas, r.registerBatch}
+		r.registerNamespacePolicies, r.registerKEDA, r.registerEngines, r.registerGateway, r.registerOllamas, r.registerBatch}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return nil, fmt.Errorf("model serving %s: %w", name, err)

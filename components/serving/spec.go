@@ -84,6 +84,19 @@ type ModelSpec struct {
 	QueueDepthTarget int `json:"queueDepthTarget,omitempty"`
 	// Hostname is a public endpoint with TLS (cert-manager).
 	Hostname string `json:"hostname,omitempty"`
+	// APIKey is this model's own API key, a secret: its clients hold a
+	// key no other model accepts. A changed key rolls the model's pods.
+	// Default: serving.apiKey.
+	APIKey secret.Secret `json:"apiKey,omitempty"`
+}
+
+// KeyField is the field of the API-key Secret holding the model's key:
+// its own, or the stack's shared one.
+func (m ModelSpec) KeyField() string {
+	if m.APIKey != "" {
+		return APIKeyField + "-" + m.Name
+	}
+	return APIKeyField
 }
 
 // Model are the model's fit facts.

@@ -31,8 +31,11 @@ type Engine struct {
 	QueueDepthTarget int
 	// Image is the vLLM image, repository:tag.
 	Image string
-	// APIKeySecret names the Secret holding the API key under "api-key".
-	APIKeySecret string
+	// APIKeySecret names the Secret holding the model's API key, under
+	// APIKeyField: its own key's field, or the stack's shared one.
+	APIKeySecret, APIKeyField string
+	// ProxyImage is the API-key proxy's image (Caddy).
+	ProxyImage string
 	// WeightsClaim is the ReadWriteMany claim holding the weights, filled
 	// once and mounted read-only at /models by every replica.
 	WeightsClaim string
@@ -66,7 +69,8 @@ type probe struct {
 
 func healthProbe(delay, period, failures int) probe {
 	p := probe{InitialDelaySeconds: delay, PeriodSeconds: period, FailureThreshold: failures}
-	p.HTTPGet.Path, p.HTTPGet.Port = "/health", 8000
+	// through the proxy, which passes the health path without a key
+	p.HTTPGet.Path, p.HTTPGet.Port = HealthPath, ProxyPort
 	return p
 }
 
@@ -127,11 +131,14 @@ func VLLMValues(e Engine) map[string]any {
 			// context to the init container too
 			"securityContext":          podsecurity.PodContext(),
 			"containerSecurityContext": podsecurity.ContainerContext(true),
-			"vllmApiKey":               map[string]any{"secretName": e.APIKeySecret, "secretKey": APIKeyField},
-			"tolerations":              tolerations,
-			"startupProbe":             healthProbe(15, 10, int(math.Ceil(float64(budget)/10))),
-			"readinessProbe":           healthProbe(15, 10, 3),
-			"livenessProbe":            healthProbe(15, 15, 4),
+			"vllmApiKey":               map[string]any{"secretName": e.APIKeySecret, "secretKey": e.APIKeyField},
+			// vLLM's port, on loopback (behindProxy): the proxy listens on
+			// the pod's address
+			"containerPort":  EnginePort,
+			"tolerations":    tolerations,
+			"startupProbe":   healthProbe(15, 10, int(math.Ceil(float64(budget)/10))),
+			"readinessProbe": healthProbe(15, 10, 3),
+			"livenessProbe":  healthProbe(15, 15, 4),
 			// the program writes the ServiceMonitor (EngineServiceMonitor)
 			"serviceMonitor": map[string]any{"enabled": false},
 			// The chart's sample labels (environment: test, release: test)
@@ -178,7 +185,7 @@ func DeploymentName(model string) string { return Release(model) + "-" + model +
 func EngineServiceMonitor(ns string, e Engine) map[string]any {
 	return monitoring.ServiceMonitor("model-"+e.Name, ns, e.ServiceMonitorLabels,
 		map[string]string{"app.kubernetes.io/instance": Release(e.Name), "app.kubernetes.io/component": "serving-engine"},
-		"service-port", "15s")
+		"metrics", "15s")
 }
 
 // poolMatchExpressions pin a pod to a pool (node affinity), in the form the

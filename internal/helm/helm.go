@@ -6,7 +6,9 @@
 package helm
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -79,6 +81,25 @@ type Release struct {
 	// Values are the release's values. A nil leaf removes the chart's
 	// default at that key, as `helm --set key=null` does.
 	Values map[string]any
+	// Patches change what the chart renders where its values cannot (a
+	// sidecar it has no slot for), applied to every rendered object in
+	// order: by the program as a transform of the Chart's children, by
+	// the tests to what they render.
+	Patches []Patch
+}
+
+// Patch changes one rendered object, given as plain data with its
+// apiVersion and kind, in place; it leaves kinds it is not about alone.
+type Patch func(obj map[string]any)
+
+// Apply applies the release's patches to rendered objects, in place.
+func (r Release) Apply(objs []map[string]any) []map[string]any {
+	for _, o := range objs {
+		for _, p := range r.Patches {
+			p(o)
+		}
+	}
+	return objs
 }
 
 // Nulls is the values file of the release's nil leaves ("" when there are
@@ -192,5 +213,43 @@ func (s Source) Release(name string, c Chart, values map[string]any) Release {
 // components install a chart, so every chart is applied alike (its source,
 // its null overrides, skip-await).
 func Install(ctx *pulumi.Context, resource string, r Release, namespace string, src Source, opts ...pulumi.ResourceOption) (*helmv4.Chart, error) {
+	if len(r.Patches) > 0 {
+		opts = append(opts, pulumi.Transforms([]pulumi.ResourceTransform{r.transform}))
+	}
 	return helmv4.NewChart(ctx, resource, r.Args(namespace, src.SkipAwait), opts...)
+}
+
+// transform applies the patches to one of the Chart's children, whose
+// inputs are what the chart rendered: plain, known values. A child that
+// is not (a patch that silently did not apply would leave, say, a model
+// server without its API-key proxy) stops the program.
+func (r Release) transform(_ context.Context, a *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
+	group, kind, ok := childKind(a.Type)
+	if !ok {
+		return nil
+	}
+	v, ok := plain.FromInput(a.Props)
+	if !ok {
+		panic(fmt.Sprintf("helm release %s: %s %s has inputs that are not plain data; its patches cannot apply", r.Name, a.Type, a.Name))
+	}
+	obj := v.(map[string]any)
+	obj["apiVersion"], obj["kind"] = group, kind
+	before, _ := json.Marshal(obj)
+	for _, p := range r.Patches {
+		p(obj)
+	}
+	if after, _ := json.Marshal(obj); string(after) == string(before) {
+		return nil
+	}
+	return &pulumi.ResourceTransformResult{Props: plain.Map(obj), Opts: a.Opts}
+}
+
+// childKind is the apiVersion and kind of a Kubernetes resource type
+// token (kubernetes:apps/v1:Deployment, kubernetes:core/v1:Service).
+func childKind(token string) (apiVersion, kind string, ok bool) {
+	parts := strings.Split(token, ":")
+	if len(parts) != 3 || parts[0] != "kubernetes" {
+		return "", "", false
+	}
+	return strings.TrimPrefix(parts[1], "core/"), parts[2], true
 }

@@ -64,3 +64,55 @@ func SortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// FromInput is the plain data an input holds when every value in it is
+// known and not secret (what a chart renders); ok is false otherwise.
+func FromInput(v pulumi.Input) (out any, ok bool) {
+	switch x := v.(type) {
+	case pulumi.Map:
+		m := map[string]any{}
+		for k, e := range x {
+			if m[k], ok = FromInput(e); !ok {
+				return nil, false
+			}
+		}
+		return m, true
+	case pulumi.StringMap:
+		m := map[string]any{}
+		for k, e := range x {
+			if m[k], ok = FromInput(e); !ok {
+				return nil, false
+			}
+		}
+		return m, true
+	case pulumi.Array:
+		a := make([]any, len(x))
+		for i, e := range x {
+			if a[i], ok = FromInput(e); !ok {
+				return nil, false
+			}
+		}
+		return a, true
+	case pulumi.StringArray:
+		a := make([]any, len(x))
+		for i, e := range x {
+			s, isString := e.(pulumi.String)
+			if !isString {
+				return nil, false
+			}
+			a[i] = string(s)
+		}
+		return a, true
+	case pulumi.String:
+		return string(x), true
+	case pulumi.Bool:
+		return bool(x), true
+	case pulumi.Int:
+		return int(x), true
+	case pulumi.Float64:
+		return float64(x), true
+	case nil:
+		return nil, true
+	}
+	return nil, false
+}

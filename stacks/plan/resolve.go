@@ -27,6 +27,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/pricing"
+	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/target"
 	"github.com/natron/gpu-node-pools/stacks/target/registry"
@@ -283,6 +284,12 @@ func (r *resolver) resolveServing(p *Stack, o serving.Options) *serving.Resolved
 		ip := key("models").Index(i)
 		if r.broken(ip) {
 			continue
+		}
+		if m.APIKey != "" {
+			if sp.ModelKeys == nil {
+				sp.ModelKeys = map[string]secret.Secret{}
+			}
+			sp.ModelKeys[m.Name] = m.APIKey
 		}
 		if m.IsOllama() {
 			r.resolveOllama(ip, m, p, sp)
