@@ -15,6 +15,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
+	"github.com/natron/gpu-node-pools/stacks/stackfile"
 	"github.com/natron/gpu-node-pools/stacks/automation"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
@@ -192,17 +193,18 @@ func TestLoadStackFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := stacktest.Config(t, "dev") // secure values as pulumitest.SecretMarker
+	want := stacktest.Config(t, "dev") // secure values as pulumitest.SecretMarker and their path
 	secrets := map[string]*secret.Secret{
 		"storage.accessKey": &got.Storage.AccessKey, "storage.secretKey": &got.Storage.SecretKey, "serving.apiKey": &got.Serving.APIKey,
+		"storage.backupAccessKey": &got.Storage.BackupAccessKey, "storage.backupSecretKey": &got.Storage.BackupSecretKey,
 		"backup.location.accessKey": &got.Backup.Location.AccessKey, "backup.location.secretKey": &got.Backup.Location.SecretKey,
 		"vectorDBs[0].password": &got.VectorDBs[0].Password,
 	}
 	for k, s := range secrets {
-		if v := string(*s); v == "" || v == pulumitest.SecretMarker || strings.HasPrefix(v, "v1:") {
+		if v := string(*s); v == "" || strings.Contains(v, pulumitest.SecretMarker) || strings.HasPrefix(v, "v1:") {
 			t.Errorf("%s was not decrypted: %q", k, v)
 		}
-		*s = pulumitest.SecretMarker
+		*s = secret.Secret(stackfile.Placeholder(pulumitest.SecretMarker, "gpu-node-pools:"+k))
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadStack differs from Pulumi.dev.yaml (-file +loaded):\n%s", diff)

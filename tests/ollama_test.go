@@ -29,17 +29,20 @@ func TestOllamaPodsPassTheStackPolicies(t *testing.T) {
 	t.Parallel()
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
 	m, _ := runStack(t, "dev")
+	releases := planReleases(stackPlan(t, "dev"))
 	var policies, workloads []map[string]any
 	for _, r := range m.Resources() {
 		switch {
 		case r.Type == "kubernetes:kyverno.io/v1:ClusterPolicy":
 			policies = append(policies, plainInputs(r.Inputs))
 		case r.Type == chartType && strings.HasSuffix(r.Name, "-llama-dev"):
-			workloads = append(workloads, renderRegistered(t, charts, r)...)
+			workloads = append(workloads, releases.patched(renderRegistered(t, charts, r), r)...)
+		case r.Type == "kubernetes:batch/v1:Job" && strings.HasSuffix(r.Name, "-llama-dev-pull"):
+			workloads = append(workloads, plainInputs(r.Inputs))
 		}
 	}
-	if len(workloads) != 1 {
-		t.Fatalf("the dev stack's Ollama model rendered %d workloads, want its Deployment", len(workloads))
+	if len(workloads) != 2 {
+		t.Fatalf("the dev stack's Ollama model rendered %d workloads, want its Deployment and its pull Job", len(workloads))
 	}
 	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
 	for _, spec := range []gpupool.Spec{
@@ -51,16 +54,16 @@ func TestOllamaPodsPassTheStackPolicies(t *testing.T) {
 		if errs := ollama.Fit(nil, srv); len(errs) > 0 {
 			t.Fatalf("llama3.1:8b does not fit %s: %v", spec.Name, errs)
 		}
-		rel := helm.Release{Name: srv.Release(), Chart: serving.OllamaChart, Values: ollama.Values(srv, serving.OllamaPod)}
-		for _, obj := range helmtest.RenderRelease(t, charts, rel, o.Namespace) {
+		rel := serving.OllamaRelease(helm.Source{}, srv, serving.OllamaChart)
+		for _, obj := range rel.Apply(helmtest.RenderRelease(t, charts, rel, o.Namespace)) {
 			if obj["kind"] == "Deployment" {
 				obj["metadata"].(map[string]any)["namespace"] = o.Namespace
 				workloads = append(workloads, obj)
 			}
 		}
 	}
-	if len(workloads) != 3 {
-		t.Fatalf("%d Ollama Deployments, want 3", len(workloads))
+	if len(workloads) != 4 {
+		t.Fatalf("%d Ollama workloads, want 3 Deployments and the dev model's pull Job", len(workloads))
 	}
 	for _, w := range workloads {
 		spec := helmtest.Get(w, "spec", "template", "spec").(map[string]any)
@@ -92,8 +95,8 @@ func TestOllamaPodsPassTheStackPolicies(t *testing.T) {
 			t.Errorf("%s: images rule %q", res, got)
 		}
 	}
-	if judged != len(workloads) {
-		t.Errorf("Kyverno judged %d Ollama Deployments, want %d", judged, len(workloads))
+	if judged != len(workloads)-1 {
+		t.Errorf("Kyverno judged %d Ollama Deployments, want %d", judged, len(workloads)-1)
 	}
 }
 

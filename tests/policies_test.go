@@ -10,9 +10,12 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 
 	"github.com/natron/gpu-node-pools/components/policy"
+	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/kyvernotest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
+	"github.com/natron/gpu-node-pools/stacks/plan"
 )
 
 // podKinds are the kinds Kyverno's pod policies (and their autogen rules)
@@ -84,12 +87,13 @@ func TestOwnWorkloadsPassTheirPolicies(t *testing.T) {
 func registeredWorkloads(t *testing.T, stack, charts string) (policies, workloads []map[string]any) {
 	t.Helper()
 	m, _ := runStack(t, stack)
+	releases := planReleases(stackPlan(t, stack))
 	for _, r := range m.Resources() {
 		switch {
 		case r.Type == "kubernetes:kyverno.io/v1:ClusterPolicy":
 			policies = append(policies, plainInputs(r.Inputs))
 		case r.Type == chartType:
-			workloads = append(workloads, renderRegistered(t, charts, r)...)
+			workloads = append(workloads, releases.patched(renderRegistered(t, charts, r), r)...)
 		case slices.Contains(podKinds, r.Type[strings.LastIndex(r.Type, ":")+1:]):
 			workloads = append(workloads, plainInputs(r.Inputs))
 		}
@@ -125,6 +129,35 @@ func renderRegistered(t *testing.T, charts string, r pulumitest.Resource) []map[
 		out = append(out, o)
 	}
 	return out
+}
+
+// releases are a plan's chart releases by release name, with the
+// patches the program applies to what they render.
+type releases map[string]helm.Release
+
+// planReleases are the releases of a plan's models.
+func planReleases(p *plan.Stack) releases {
+	out := releases{}
+	if p.Serving == nil {
+		return out
+	}
+	for _, e := range p.Serving.Engines {
+		out[serving.Release(e.Name)] = serving.EngineRelease(p.Charts, e, p.Serving.Options.Charts.VLLMStack)
+	}
+	for _, o := range p.Serving.Ollamas {
+		out[o.Release()] = serving.OllamaRelease(p.Charts, o, p.Serving.Options.Charts.Ollama)
+	}
+	return out
+}
+
+// patched applies the patches of a registered Chart's release (by its
+// release name) to what it rendered, as the program's transform does.
+func (rs releases) patched(objs []map[string]any, r pulumitest.Resource) []map[string]any {
+	name, _ := plainInputs(r.Inputs)["name"].(string)
+	if rel, ok := rs[name]; ok {
+		return rel.Apply(objs)
+	}
+	return objs
 }
 
 // plainInputs are a resource's inputs as plain data, secrets unwrapped.

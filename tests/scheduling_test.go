@@ -67,12 +67,16 @@ func workloadsOf(t *testing.T, p *plan.Stack) []map[string]any {
 				"spec": map[string]any{"accessModes": []any{"ReadWriteMany"}, "storageClassName": sp.Options.StorageClass,
 					"resources": map[string]any{"requests": map[string]any{"storage": size}}}},
 			serving.DownloadJob(ns, e, *sp.Storage, sp.Identity))
-		rel := helm.Release{Name: serving.Release(e.Name), Chart: serving.VLLMStackChart, Values: serving.VLLMValues(e)}
-		for _, o := range helmtest.RenderRelease(t, charts, rel, ns) {
+		rel := serving.EngineRelease(helm.Source{}, e, serving.VLLMStackChart)
+		for _, o := range rel.Apply(helmtest.RenderRelease(t, charts, rel, ns)) {
 			if o["kind"] == "Deployment" {
 				objs = append(objs, o)
 			}
 		}
+	}
+	// the gateway of the models that scale from zero, on CPU nodes
+	if slices.ContainsFunc(sp.Engines, serving.Engine.ScalesFromZero) {
+		objs = append(objs, serving.GatewayDeployment(ns, sp.Engines, sp.Options.ProxyImage))
 	}
 	for _, j := range sp.Jobs {
 		objs = append(objs, jobRun(serving.CronJob(sp.Options.BatchNamespace, j)))

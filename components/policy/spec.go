@@ -74,7 +74,8 @@ type RegistriesPolicy struct {
 	// Registries are image prefixes: a registry host (nvcr.io) or a host and
 	// path (docker.io/vllm). Images without a host are docker.io's.
 	// Default: nvcr.io, registry.k8s.io, docker.io/vllm, docker.io/rclone,
-	// docker.io/library/busybox and the images the stack runs.
+	// docker.io/library/busybox, docker.io/library/caddy and the images
+	// the stack runs.
 	Registries []string `json:"registries,omitempty"`
 }
 
@@ -88,8 +89,9 @@ type ExemptionsPolicy struct {
 
 // DefaultRegistries are where the program's own images come from: the NVIDIA
 // charts (nvcr.io, and registry.k8s.io for node feature discovery), vLLM,
-// the rclone weight downloader and the busybox wait container.
-var DefaultRegistries = []string{"nvcr.io", "registry.k8s.io", "docker.io/vllm", "docker.io/rclone", "docker.io/library/busybox"}
+// the rclone weight downloader, the busybox wait container and the Caddy
+// API-key proxy.
+var DefaultRegistries = []string{"nvcr.io", "registry.k8s.io", "docker.io/vllm", "docker.io/rclone", "docker.io/library/busybox", "docker.io/library/caddy"}
 
 // Scope is where the policies apply, from the rest of the stack config.
 type Scope struct {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
@@ -97,27 +98,98 @@ func SourceKey(source string) string {
 // WeightsDir is where the engine's source's weights are in its cache.
 func WeightsDir(m Engine) string { return WeightsPath + "/" + m.Name + "/" + SourceKey(m.Source) }
 
-// DownloadJob fills a model's weights cache once per source: a marker file
-// records a complete copy, so a rerun (or a second up) does no work, and a
-// new source, kept in a directory of its own, is copied again after the
-// other sources' copies are removed (the engines of an old source keep
-// theirs in GPU memory until the rollout replaces them). The Job's name
-// carries the source too: a Job's template cannot change, so a new source
-// is a new Job, and GitOps tools replace rather than patch it. It runs as
-// the restricted non-root user: fsGroup makes the cache's files the
-// group's, which every engine replica shares. rclone writes only its HOME
-// (config lookups, ~/.cache/rclone) and /tmp, both emptyDirs. No API
-// token: with workload identity the identity's webhook projects its own
-// token volume, whatever the pod's automount; the pod carries the labels
-// the target gives (id).
+// WeightFiles are what the download copies of a model's directory: the
+// weights as safetensors (pickle formats, .bin and .pt, run code when they
+// load: never copied), the configs and the tokenizer's files. Python
+// files only for a model that trusts its code, the manifest when pinned.
+var WeightFiles = []string{"*.safetensors", "*.json", "tokenizer.model", "*.tiktoken", "merges.txt", "vocab.txt", "*.jinja"}
+
+// shellQuote quotes s for sh, as one word taken as it is.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'" }
+
+// downloadScript is the download Job's script: nothing is marked complete
+// (and no engine loads it) unless the copy is whole and, with checksums,
+// every file is the one the pinned manifest lists, and no file is one it
+// does not list. A source with Python files is refused unless the model
+// trusts its code: vLLM would import them (auto_map in config.json,
+// CVE-2026-22807). The copy lands in a partial directory, renamed once
+// checked; other sources' copies go first (the engines of an old source
+// keep theirs in GPU memory until the rollout replaces them).
+func downloadScript(m Engine, key string) string {
+	model, dir := WeightsPath+"/"+m.Name, WeightsDir(m)
+	var b strings.Builder
+	fmt.Fprintf(&b, `set -eu
+dir=%[1]s
+if [ -f "$dir/.complete" ]; then echo "weights already cached"; exit 0; fi
+mkdir -p %[2]s
+find %[2]s -mindepth 1 -maxdepth 1 ! -name %[3]s -exec rm -rf {} +
+rm -rf "$dir" "$dir.partial"
+src=%[4]s
+`, dir, model, key, shellQuote(rcloneSource(m.Source)))
+	include := slices.Clone(WeightFiles)
+	if m.TrustRemoteCode {
+		include = append(include, "*.py")
+	} else {
+		fmt.Fprintf(&b, `code=$(rclone lsf -R --files-only --include '*.py' "$src")
+if [ -n "$code" ]; then
+  echo "refusing the weights of %[1]s: the source holds Python files, which vLLM would run:" >&2
+  echo "$code" >&2
+  echo "if the model needs its code, set models[].trustRemoteCode with checksums that pin it" >&2
+  exit 1
+fi
+`, m.Name)
+	}
+	if m.Checksums != nil {
+		include = append(include, m.Checksums.ManifestName())
+	}
+	b.WriteString(`mkdir -p "$dir.partial"
+rclone copy --transfers 16 --checkers 16`)
+	for _, f := range include {
+		b.WriteString(" --include " + shellQuote(f))
+	}
+	b.WriteString(` "$src" "$dir.partial"
+cd "$dir.partial"
+if [ ! -f config.json ] || ! ls ./*.safetensors >/dev/null 2>&1; then
+  echo "refusing the weights: no config.json or no safetensors files in the source (pickle weights, .bin and .pt, are never copied)" >&2
+  exit 1
+fi
+`)
+	if c := m.Checksums; c != nil {
+		fmt.Fprintf(&b, `echo %[1]s | sha256sum -c -
+sha256sum -c %[2]s
+tmp=$(mktemp -d)
+sed 's/^[0-9a-fA-F]* [ *]//; s|^\./||' %[2]s | sort > "$tmp/listed"
+find . -type f ! -name %[2]s | sed 's|^\./||' | sort > "$tmp/copied"
+unlisted=$(grep -vxF -f "$tmp/listed" "$tmp/copied" || true)
+if [ -n "$unlisted" ]; then
+  echo "refusing the weights: files the manifest %[2]s does not list:" >&2
+  echo "$unlisted" >&2
+  exit 1
+fi
+`, shellQuote(c.SHA256+"  "+c.ManifestName()), c.ManifestName())
+	}
+	b.WriteString(`cd /
+mv "$dir.partial" "$dir"
+touch "$dir/.complete"`)
+	return b.String()
+}
+
+// DownloadJob fills a model's weights cache once per source
+// (downloadScript): a marker file records a complete, checked copy, so a
+// rerun (or a second up) does no work, and a new source, kept in a
+// directory of its own, is copied again. The Job's name carries the
+// source too: a Job's template cannot change, so a new source is a new
+// Job, and GitOps tools replace rather than patch it. It runs as the
+// restricted non-root user: fsGroup makes the cache's files the group's,
+// which every engine replica shares. rclone writes only its HOME (config
+// lookups, ~/.cache/rclone) and /tmp, both emptyDirs. No API token: with
+// workload identity the identity's webhook projects its own token volume,
+// whatever the pod's automount; the pod carries the labels the target
+// gives (id). Its credential (the storage Secret, or the identity) is the
+// weights' read-only one, and nothing else in the stack mounts it.
 func DownloadJob(ns string, m Engine, st Storage, id kube.WorkloadIdentity) map[string]any {
-	model, dir, key := WeightsPath+"/"+m.Name, WeightsDir(m), SourceKey(m.Source)
-	script := fmt.Sprintf(`set -e
-if [ -f %[1]s/.complete ]; then echo "weights already cached"; exit 0; fi
-mkdir -p %[3]s
-find %[3]s -mindepth 1 -maxdepth 1 ! -name %[4]s -exec rm -rf {} +
-rclone copy --transfers 16 --checkers 16 %[2]q %[1]s
-touch %[1]s/.complete`, dir, rcloneSource(m.Source), model, key)
+	key := SourceKey(m.Source)
+	script := downloadScript(m, key)
 	labels := id.PodLabelValues()
 	labels[ComponentLabel] = DownloadComponent
 	return map[string]any{

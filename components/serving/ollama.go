@@ -73,6 +73,7 @@ func (m ModelSpec) validateOllama(p *field.Path) field.ErrorList {
 		{"kvCacheDtype", m.KVCacheDtype != "", m.KVCacheDtype},
 		{"tensorParallel", m.TensorParallel > 1, m.TensorParallel}, {"gpuMemoryUtilization", m.GPUMemoryUtilization != 0, m.GPUMemoryUtilization},
 		{"queueDepthTarget", m.QueueDepthTarget != 0, m.QueueDepthTarget},
+		{"checksums", m.Checksums != nil, m.Checksums}, {"trustRemoteCode", m.TrustRemoteCode, m.TrustRemoteCode},
 	}
 	for _, k := range vllmOnly {
 		if k.set {

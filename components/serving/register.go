@@ -76,19 +76,22 @@ func (r *registrar) registerPriorityClasses() error {
 // registerSecrets: the API key (the config's, or a generated one) and the
 // weights store's credentials, as Secrets or, rendering, ExternalSecrets.
 func (r *registrar) registerSecrets() error {
-	var key pulumi.StringInput
-	if r.plan.Options.APIKey != "" {
-		key = r.plan.Options.APIKey.Output()
-	} else {
-		pw, err := random.NewRandomPassword(r.ctx, r.name+"-api-key", &random.RandomPasswordArgs{Length: pulumi.Int(48), Special: pulumi.Bool(false)}, pulumi.Parent(r.ms))
-		if err != nil {
-			return fmt.Errorf("api key: %w", err)
+	keys := pulumi.StringMap{}
+	r.keys = map[string]pulumi.StringOutput{}
+	if r.plan.needsSharedKey() {
+		var key pulumi.StringInput
+		if r.plan.Options.APIKey != "" {
+			key = r.plan.Options.APIKey.Output()
+		} else {
+			pw, err := random.NewRandomPassword(r.ctx, r.name+"-api-key", &random.RandomPasswordArgs{Length: pulumi.Int(48), Special: pulumi.Bool(false)}, pulumi.Parent(r.ms))
+			if err != nil {
+				return fmt.Errorf("api key: %w", err)
+			}
+			key = pw.Result
 		}
-		key = pw.Result
+		r.ms.APIKey = pulumi.ToSecret(key.ToStringOutput()).(pulumi.StringOutput)
+		keys[APIKeyField], r.keys[APIKeyField] = r.ms.APIKey, r.ms.APIKey
 	}
-	r.ms.APIKey = pulumi.ToSecret(key.ToStringOutput()).(pulumi.StringOutput)
-	keys := pulumi.StringMap{APIKeyField: r.ms.APIKey}
-	r.keys = map[string]pulumi.StringOutput{APIKeyField: r.ms.APIKey}
 	for _, model := range plain.SortedKeys(r.plan.ModelKeys) {
 		k := r.plan.ModelKeys[model].Output()
 		field := ModelSpec{Name: model, APIKey: r.plan.ModelKeys[model]}.KeyField()

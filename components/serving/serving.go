@@ -60,6 +60,16 @@ func (p Resolved) InstallsHTTPAddOn() bool {
 	return p.InstallsKEDA() && slices.ContainsFunc(p.Engines, Engine.ScalesFromZero)
 }
 
+// needsSharedKey is whether a model serves with the stack's shared key
+// (a stack with batch jobs alone keeps one too, as it always had).
+func (p Resolved) needsSharedKey() bool {
+	if len(p.Engines)+len(p.Ollamas) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(p.Engines, func(e Engine) bool { return e.APIKeyField == APIKeyField }) ||
+		slices.ContainsFunc(p.Ollamas, func(o ollama.Server) bool { return o.APIKeyField == APIKeyField })
+}
+
 // Namespace is a namespace model serving creates.
 type Namespace struct {
 	Role, Name string
@@ -114,8 +124,10 @@ type Args struct {
 type ModelServing struct {
 	pulumi.ResourceState
 
-	// APIKey is the key every model without its own expects, a secret.
-	APIKey pulumi.StringOutput
+	// APIKey is the key every model without its own expects, a secret
+	// (SharedKey: there is one).
+	APIKey    pulumi.StringOutput
+	SharedKey bool
 	// ModelKeys are the models' own keys, by model, secrets.
 	ModelKeys map[string]pulumi.StringOutput
 	// Endpoints are the in-cluster and public endpoints by model.
@@ -163,7 +175,8 @@ func (e Engine) Sizing() map[string]any {
 // defaulted options: the values every release and ScaledObject come from.
 func NewEngine(m ModelSpec, pool gpupool.Facts, o Options, serviceMonitorLabels map[string]string, runtimeClass string) Engine {
 	return Engine{
-		Model: m.Model(), Source: m.Source, Hostname: m.Hostname, Pool: pool, MinReplicas: m.Replicas(),
+		Model: m.Model(), Source: m.Source, Checksums: m.Checksums, TrustRemoteCode: m.TrustRemoteCode,
+		Hostname: m.Hostname, Pool: pool, MinReplicas: m.Replicas(),
 		QueueDepthTarget: m.QueueDepthTarget, Image: o.Image,
 		APIKeySecret: APIKeySecret, APIKeyField: m.KeyField(), ProxyImage: o.ProxyImage,
 		WeightsClaim: WeightsClaim(m.Name), BandwidthMBps: o.BandwidthMBps,
@@ -205,7 +218,14 @@ func NewModelServing(ctx *pulumi.Context, name string, args *Args, opts ...pulum
 			return nil, fmt.Errorf("model serving %s: %w", name, err)
 		}
 	}
-	if err := ctx.RegisterResourceOutputs(ms, pulumi.Map{"apiKey": ms.APIKey}); err != nil {
+	outputs := pulumi.Map{}
+	if ms.SharedKey = args.Plan.needsSharedKey(); ms.SharedKey {
+		outputs["apiKey"] = ms.APIKey
+	}
+	if len(ms.ModelKeys) > 0 {
+		outputs["modelKeys"] = pulumi.ToSecret(pulumi.ToStringMapOutput(ms.ModelKeys))
+	}
+	if err := ctx.RegisterResourceOutputs(ms, outputs); err != nil {
 		return nil, fmt.Errorf("model serving %s: outputs: %w", name, err)
 	}
 	return ms, nil

@@ -84,11 +84,38 @@ type ModelSpec struct {
 	QueueDepthTarget int `json:"queueDepthTarget,omitempty"`
 	// Hostname is a public endpoint with TLS (cert-manager).
 	Hostname string `json:"hostname,omitempty"`
+	// Checksums pin the weights: the download verifies every file against
+	// a SHA256SUMS manifest beside them, whose own SHA-256 the stack file
+	// names, before the engines may load them.
+	Checksums *Checksums `json:"checksums,omitempty"`
+	// TrustRemoteCode lets the model's directory hold Python files that
+	// vLLM runs (--trust-remote-code): the download refuses a source with
+	// any unless this is set, and needs checksums with it.
+	// Default: false.
+	TrustRemoteCode bool `json:"trustRemoteCode,omitempty"`
 	// APIKey is this model's own API key, a secret: its clients hold a
 	// key no other model accepts. A changed key rolls the model's pods.
 	// Default: serving.apiKey.
 	APIKey secret.Secret `json:"apiKey,omitempty"`
 }
+
+// Checksums name a model's checksum manifest and pin it
+// (gpu-node-pools:models[i].checksums).
+type Checksums struct {
+	// Manifest is the file beside the weights that lists each file's
+	// SHA-256, as sha256sum writes it ("<hex>  <name>" lines).
+	// Default: SHA256SUMS.
+	Manifest string `json:"manifest,omitempty"`
+	// SHA256 is the manifest's own SHA-256, 64 hex digits: whoever can
+	// write the store cannot change the files without changing it.
+	SHA256 string `json:"sha256"`
+}
+
+// DefaultManifest is the checksum manifest's name unless checksums says.
+const DefaultManifest = "SHA256SUMS"
+
+// ManifestName is the manifest's file name.
+func (c Checksums) ManifestName() string { return cmp.Or(c.Manifest, DefaultManifest) }
 
 // KeyField is the field of the API-key Secret holding the model's key:
 // its own, or the stack's shared one.
@@ -158,7 +185,8 @@ type Storage struct {
 	Account string `json:"account,omitempty"`
 	// ClientID is the client ID of a managed identity the download Jobs use
 	// through the target's workload identity (azureBlob), instead of
-	// accountKey.
+	// accountKey: give it read access to the weights alone (Storage Blob
+	// Data Reader).
 	ClientID string `json:"clientId,omitempty"`
 	// IdentityName is that managed identity's name, which the program
 	// federates with the download service account.
@@ -166,18 +194,35 @@ type Storage struct {
 	// IdentityResourceGroup is the managed identity's resource group.
 	// Default: the cluster's.
 	IdentityResourceGroup string `json:"identityResourceGroup,omitempty"`
-	// AccessKey is the S3 access key, a secret (required with s3).
+	// AccessKey is the S3 access key the weights are read with, a secret
+	// (required with s3): give it read access to the weights alone.
 	AccessKey secret.Secret `json:"accessKey,omitempty"`
 	// SecretKey is the S3 secret key, a secret (required with s3).
 	SecretKey secret.Secret `json:"secretKey,omitempty"`
 	// AccountKey is the storage account key, a secret (azureBlob, unless
 	// clientId).
 	AccountKey secret.Secret `json:"accountKey,omitempty"`
+	// BackupAccessKey is the S3 access key the pgvector backups write
+	// with, a secret (s3, required with a pgvector backup): the weights'
+	// keys only read, so they differ.
+	BackupAccessKey secret.Secret `json:"backupAccessKey,omitempty"`
+	// BackupSecretKey is that key's secret, a secret.
+	BackupSecretKey secret.Secret `json:"backupSecretKey,omitempty"`
+	// BackupClientID is the client ID of the managed identity the pgvector
+	// backups write with through workload identity (azureBlob, required
+	// with a pgvector backup), another than clientId's.
+	BackupClientID string `json:"backupClientId,omitempty"`
+	// BackupIdentityName is that identity's name, which the program
+	// federates with the backed-up databases' service accounts.
+	BackupIdentityName string `json:"backupIdentityName,omitempty"`
+	// BackupIdentityResourceGroup is its resource group.
+	// Default: the cluster's.
+	BackupIdentityResourceGroup string `json:"backupIdentityResourceGroup,omitempty"`
 }
 
 // HasSecrets reports whether the block holds a secret value.
 func (s *Storage) HasSecrets() bool {
-	return s != nil && (s.AccessKey != "" || s.SecretKey != "" || s.AccountKey != "")
+	return s != nil && (s.AccessKey != "" || s.SecretKey != "" || s.AccountKey != "" || s.BackupAccessKey != "" || s.BackupSecretKey != "")
 }
 
 // Storage kinds.

@@ -172,7 +172,34 @@ func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 	if m.QueueDepthTarget < 0 {
 		errs = append(errs, fielderr.Invalid(p.Child("queueDepthTarget"), m.QueueDepthTarget, "must be >= 1 waiting request per replica (or left out: %d)", DefaultQueueDepthTarget))
 	}
+	errs = append(errs, m.validateWeights(p)...)
 	return append(errs, m.validateHostname(p)...)
+}
+
+var (
+	sha256Re = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	// a file name the download's shell takes as it is
+	fileNameRe = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
+)
+
+// validateWeights: a pinned manifest is a file beside the weights, named
+// by its SHA-256; code from the store runs only when the model trusts it
+// on purpose, and then only code the manifest pins.
+func (m ModelSpec) validateWeights(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c := m.Checksums; c != nil {
+		cp := p.Child("checksums")
+		if !sha256Re.MatchString(c.SHA256) {
+			errs = append(errs, fielderr.Invalid(cp.Child("sha256"), c.SHA256, "must be the manifest's SHA-256, 64 lowercase hex digits (sha256sum %s)", c.ManifestName()))
+		}
+		if n := c.Manifest; n != "" && (!fileNameRe.MatchString(n) || strings.Trim(n, ".") == "") {
+			errs = append(errs, fielderr.Invalid(cp.Child("manifest"), n, "must be a file name beside the weights, such as %s", DefaultManifest))
+		}
+	}
+	if m.TrustRemoteCode && m.Checksums == nil {
+		errs = append(errs, fielderr.Required(p.Child("checksums"), "required with trustRemoteCode: the model's Python code runs beside the GPUs, so the manifest must pin it (checksums.sha256)"))
+	}
+	return errs
 }
 
 // validateHostname: a public name the API server accepts as an Ingress

@@ -21,6 +21,10 @@ type Engine struct {
 	fit.Model
 	// Source is where the weights are downloaded from (s3:// or az://).
 	Source string
+	// Checksums pin the weights (nil: not verified); TrustRemoteCode lets
+	// vLLM run the Python files the directory holds.
+	Checksums       *Checksums
+	TrustRemoteCode bool
 	// Hostname is the public endpoint's name ("" for none).
 	Hostname string
 	// Pool is the pool the model runs on.
@@ -220,6 +224,9 @@ func extraArgs(e Engine) []any {
 	}
 	if e.KVCacheDtype == "fp8" {
 		extra = append(extra, "--kv-cache-dtype", "fp8")
+	}
+	if e.TrustRemoteCode {
+		extra = append(extra, "--trust-remote-code")
 	}
 	return extra
 }

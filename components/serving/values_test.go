@@ -137,8 +137,8 @@ func TestVLLMStackRendersTheEngine(t *testing.T) {
 // the provider would.
 func renderEngine(t *testing.T, e serving.Engine) []map[string]any {
 	t.Helper()
-	rel := helm.Release{Name: serving.Release(e.Name), Chart: serving.VLLMStackChart, Values: serving.VLLMValues(e)}
-	return helmtest.RenderRelease(t, filepath.Join(pulumitest.SharedDir(t), "charts"), rel, "models")
+	rel := serving.EngineRelease(helm.Source{}, e, serving.VLLMStackChart)
+	return rel.Apply(helmtest.RenderRelease(t, filepath.Join(pulumitest.SharedDir(t), "charts"), rel, "models"))
 }
 
 // The KEDA charts the program installs render offline at their pinned

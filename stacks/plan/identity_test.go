@@ -44,7 +44,8 @@ func TestVeleroGetsTheTargetsWorkloadIdentity(t *testing.T) {
 }
 
 // On AKS, pgvector's backups into the stack's Blob storage sign in with
-// the storage block's clientId as the target's workload identity: the
+// the storage block's backupClientId as the target's workload identity
+// (never the weights' clientId, which only reads): the
 // CloudNativePG Cluster's pods carry the label the Azure webhook selects,
 // its service account the client ID, and barman inherits the identity
 // (CloudNativePG's azureCredentials.inheritFromAzureAD, docs: backup on
@@ -53,7 +54,8 @@ func TestPgvectorBackupsGetTheTargetsWorkloadIdentity(t *testing.T) {
 	t.Parallel()
 	const id = "2f0c8b7a-6e51-4c3d-9a8b-7d6e5f4a3b21"
 	c := stacktest.AKS()
-	c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": id, "identityName": "id-acme-models"}
+	c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": "5b1e0c3d-8a7f-4e2d-9c6b-3a2f1e0d9c8b", "identityName": "id-acme-models",
+		"backupClientId": id, "backupIdentityName": "id-acme-backups"}
 	c["vectorDBs"] = []any{map[string]any{"name": "rag", "size": "10Gi", "backup": "https://acmemodels.blob.core.windows.net/pg/rag"}}
 	c["policies"] = map[string]any{"enabled": false}
 	p, err := plan.Load(stacktest.Encode(t, c), "test")
@@ -84,17 +86,20 @@ func TestPgvectorBackupsGetTheTargetsWorkloadIdentity(t *testing.T) {
 }
 
 // Every pod that signs in with workload identity runs under a service
-// account the plan federates, for the same client ID: the weight download
-// (its Job's pod), pgvector's backups (CloudNativePG runs a cluster's pods
-// under a service account named after the cluster, cloudnative-pg v1.30.0
-// docs/src/security.md) and Velero (its Deployment as the real chart
-// renders it). Only the first was federated: Azure refused the others'
-// tokens, and WAL archiving, base backups and Velero's backups failed.
+// account the plan federates, for its own client ID: the weight download
+// (its Job's pod) with the weights' read-only identity, pgvector's
+// backups (CloudNativePG runs a cluster's pods under a service account
+// named after the cluster, cloudnative-pg v1.30.0 docs/src/security.md)
+// with the backups' identity, and Velero (its Deployment as the real
+// chart renders it). And from the other side: the weights' identity is
+// federated with the download's account and no other, so no pod beside a
+// database can sign in as what may change the weights' store.
 func TestEveryWorkloadIdentityIsFederated(t *testing.T) {
 	t.Parallel()
-	const storageID, veleroID = "2f0c8b7a-6e51-4c3d-9a8b-7d6e5f4a3b21", "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21"
+	const storageID, backupsID, veleroID = "2f0c8b7a-6e51-4c3d-9a8b-7d6e5f4a3b21", "7c2d9e1f-0a3b-4c5d-8e6f-1a2b3c4d5e6f", "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21"
 	c := stacktest.ServingAKS()
-	c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": storageID, "identityName": "id-acme-models"}
+	c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": storageID, "identityName": "id-acme-models",
+		"backupClientId": backupsID, "backupIdentityName": "id-acme-backups"}
 	c["vectorDBs"] = []any{map[string]any{"name": "rag", "size": "10Gi", "backup": "https://acmemodels.blob.core.windows.net/pg/rag"}}
 	c["backup"] = map[string]any{"enabled": true, "install": true, "location": map[string]any{"provider": "azure", "bucket": "velero",
 		"storageAccount": "acmebackups", "resourceGroup": "rg-acme-backup", "clientId": veleroID, "identityName": "id-velero"}}
@@ -115,7 +120,7 @@ func TestEveryWorkloadIdentityIsFederated(t *testing.T) {
 	users = append(users, user{"the weight download", p.ServingOptions.Namespace, pod["serviceAccountName"].(string), storageID})
 	// pgvector: the cluster's pods run as the cluster's account
 	for _, s := range p.VectorDBs.Specs {
-		users = append(users, user{"pgvector " + s.Name, s.Namespace, s.Name, storageID})
+		users = append(users, user{"pgvector " + s.Name, s.Namespace, s.Name, backupsID})
 	}
 	// Velero: the server Deployment of the real chart
 	rel := backup.Release(p.Backup.Spec, helm.Source{}, p.Backup.Identity)
@@ -133,6 +138,58 @@ func TestEveryWorkloadIdentityIsFederated(t *testing.T) {
 			t.Errorf("%s runs as %s, which is not federated with client %s (federated: %v)", u.what, subject, u.clientID, federated)
 		}
 	}
+	download := "system:serviceaccount:" + p.ServingOptions.Namespace + ":" + serving.DownloadServiceAccount
+	for subject, id := range federated {
+		if id == storageID && subject != download {
+			t.Errorf("the weights' identity is federated with %s too: a pod there could sign in as it", subject)
+		}
+	}
+}
+
+// The weights' credential is never the backups': a stack that gives
+// pgvector's backups the weights' keys or identity is refused, and so is
+// one that gives them none.
+func TestBackupsNeverHoldTheWeightsCredential(t *testing.T) {
+	t.Parallel()
+	const id = "2f0c8b7a-6e51-4c3d-9a8b-7d6e5f4a3b21"
+	s3 := func(backup map[string]any) map[string]any {
+		st := map[string]any{"kind": "s3", "endpoint": "https://s3.example", "accessKey": "weights-reader", "secretKey": "weights-reader-secret"}
+		for k, v := range backup {
+			st[k] = v
+		}
+		return st
+	}
+	for _, tc := range []struct {
+		name    string
+		aks     bool
+		storage map[string]any
+		backup  string
+		want    string
+	}{
+		{"s3, no keys of their own", false, s3(nil), "s3://acme/rag", "gpu-node-pools:storage.backupAccessKey: required"},
+		{"s3, the weights' keys", false, s3(map[string]any{"backupAccessKey": "weights-reader", "backupSecretKey": "x"}), "s3://acme/rag",
+			"gpu-node-pools:storage.backupAccessKey: must differ from storage.accessKey"},
+		{"blob, no identity of their own", true, map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": id, "identityName": "id-models"},
+			"https://acmemodels.blob.core.windows.net/pg/rag", "gpu-node-pools:storage.backupClientId: required"},
+		{"blob, the weights' identity", true, map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": id, "identityName": "id-models",
+			"backupClientId": id, "backupIdentityName": "id-models"}, "https://acmemodels.blob.core.windows.net/pg/rag",
+			"gpu-node-pools:storage.backupClientId: must differ from storage.clientId"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := stacktest.ServingAKS()
+			if !tc.aks {
+				c = stacktest.ServingNatron()
+			}
+			c["storage"] = tc.storage
+			c["vectorDBs"] = []any{map[string]any{"name": "rag", "size": "10Gi", "backup": tc.backup}}
+			c["policies"] = map[string]any{"enabled": false}
+			_, err := plan.Load(stacktest.Encode(t, c), "test")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
 }
 
 // A missing identityName is one problem even when several service accounts
@@ -141,7 +198,8 @@ func TestEveryWorkloadIdentityIsFederated(t *testing.T) {
 func TestMissingIdentityNamesAreEachToldOnce(t *testing.T) {
 	t.Parallel()
 	c := stacktest.ServingAKS()
-	c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": "2f0c8b7a-6e51-4c3d-9a8b-7d6e5f4a3b21"}
+	c["storage"] = map[string]any{"kind": "azureBlob", "account": "acmemodels", "clientId": "2f0c8b7a-6e51-4c3d-9a8b-7d6e5f4a3b21",
+		"backupClientId": "7c2d9e1f-0a3b-4c5d-8e6f-1a2b3c4d5e6f"}
 	c["vectorDBs"] = []any{map[string]any{"name": "rag", "size": "10Gi", "backup": "https://acmemodels.blob.core.windows.net/pg/rag"}}
 	c["backup"] = map[string]any{"enabled": true, "install": true, "location": map[string]any{"provider": "azure", "bucket": "velero",
 		"storageAccount": "acmebackups", "resourceGroup": "rg-acme-backup", "clientId": "9a4d1c9e-3b6f-4d5a-8f2e-1c7b5e0d4a21"}}
@@ -150,7 +208,7 @@ func TestMissingIdentityNamesAreEachToldOnce(t *testing.T) {
 	if err == nil {
 		t.Fatal("loads without the identities' names")
 	}
-	for key, want := range map[string]int{"gpu-node-pools:storage.identityName:": 1, "gpu-node-pools:backup.location.identityName:": 1} {
+	for key, want := range map[string]int{"gpu-node-pools:storage.identityName:": 1, "gpu-node-pools:storage.backupIdentityName:": 1, "gpu-node-pools:backup.location.identityName:": 1} {
 		if n := strings.Count(err.Error(), key); n != want {
 			t.Errorf("%s reported %d times, want %d:\n%v", key, n, want, err)
 		}

@@ -136,13 +136,15 @@ func (t ServingPart) Images() []policy.Image {
 	if len(t.Engines) > 0 {
 		out = append(out,
 			policy.Image{Ref: o.Image, By: config.Key("serving.image")},
-			policy.Image{Ref: serving.RcloneImage, By: "the weight download Job"},
-			policy.Image{Ref: serving.WaitImage, By: "the model servers' wait-for-weights init container"})
+			policy.Image{Ref: serving.RcloneImage, By: "the weight download Job"})
+	}
+	if len(t.Engines)+len(t.Ollamas) > 0 {
+		out = append(out,
+			policy.Image{Ref: serving.WaitImage, By: "the model servers' init container that waits for the weights"},
+			policy.Image{Ref: o.ProxyImage, By: config.Key("serving.proxyImage") + " (the models' API-key proxy and gateway)"})
 	}
 	if len(t.Ollamas) > 0 {
-		out = append(out,
-			policy.Image{Ref: o.OllamaImage, By: config.Key("serving.ollamaImage")},
-			policy.Image{Ref: o.ProxyImage, By: config.Key("serving.proxyImage") + " (the Ollama models' API-key proxy)"})
+		out = append(out, policy.Image{Ref: o.OllamaImage, By: config.Key("serving.ollamaImage")})
 	}
 	for i, j := range t.Jobs {
 		if j.Image != "" {

@@ -7,6 +7,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/natron/gpu-node-pools/components/platform"
@@ -145,8 +146,10 @@ func NeedsOf(cfg *config.Config) (Needs, bool) {
 // needsOf decides it once, for NeedsOf and the resolved plan.
 func needsOf(cfg *config.Config, t target.Target) Needs {
 	n := Needs{Target: t, Plugins: t.Defaults().Plugins}
-	// serving registers its Secrets with models or batch jobs alone
-	if (len(cfg.Models) > 0 || len(cfg.BatchJobs) > 0) && cfg.Serving.APIKey == "" {
+	// serving registers its Secrets with models or batch jobs alone; the
+	// shared key serves every model without its own
+	ownKeys := !slices.ContainsFunc(cfg.Models, func(m serving.ModelSpec) bool { return m.APIKey == "" })
+	if (len(cfg.Models) > 0 || len(cfg.BatchJobs) > 0) && cfg.Serving.APIKey == "" && !(ownKeys && len(cfg.BatchJobs) == 0) {
 		n.Generated = append(n.Generated, config.Key("serving")+".apiKey")
 	}
 	for i, v := range cfg.VectorDBs {

@@ -199,10 +199,10 @@ func (r *resolver) addOnIdentities(p *Stack) []target.Identity {
 	if v := p.VectorDBs; v != nil && v.Store != nil && !v.Store.Identity.IsZero() {
 		st, at := r.cfg.Storage, key("storage")
 		for _, s := range v.Specs {
-			if s.Backup != "" && s.Kind == vectordb.PGVector && r.identityNamed(at, st.IdentityName, "the pgvector databases' service accounts") {
-				out = append(out, target.Identity{Namespace: s.Namespace, ServiceAccount: s.Name, ClientID: st.ClientID, Name: st.IdentityName,
-					ResourceGroup: st.IdentityResourceGroup, Resource: "vectordb-" + s.Name, Key: at.Child("clientId").String(),
-					Who: "pgvector " + s.Name + "'s backups", Instead: "use storage.accountKey"})
+			if s.Backup != "" && s.Kind == vectordb.PGVector && r.identityNamedAt(at.Child("backupIdentityName"), "backupClientId", st.BackupIdentityName, "the pgvector databases' service accounts") {
+				out = append(out, target.Identity{Namespace: s.Namespace, ServiceAccount: s.Name, ClientID: st.BackupClientID, Name: st.BackupIdentityName,
+					ResourceGroup: st.BackupIdentityResourceGroup, Resource: "vectordb-" + s.Name, Key: at.Child("backupClientId").String(),
+					Who: "pgvector " + s.Name + "'s backups", Instead: "back up to S3 storage"})
 			}
 		}
 	}
@@ -222,8 +222,14 @@ func (r *resolver) addOnIdentities(p *Stack) []target.Identity {
 // its clientId belongs to; when it does not, the problem is told once,
 // whichever service account (sa) asks first.
 func (r *resolver) identityNamed(p *field.Path, name, sa string) bool {
-	if name == "" && !r.reported(p.Child("identityName")) {
-		r.add(fielderr.Required(p.Child("identityName"), "required with clientId: the managed identity's name, to federate it with %s", sa))
+	return r.identityNamedAt(p.Child("identityName"), "clientId", name, sa)
+}
+
+// identityNamedAt is identityNamed for the name's own key, beside the
+// client ID's key clientKey.
+func (r *resolver) identityNamedAt(p *field.Path, clientKey, name, sa string) bool {
+	if name == "" && !r.reported(p) {
+		r.add(fielderr.Required(p, "required with %s: the managed identity's name, to federate it with %s", clientKey, sa))
 	}
 	return name != ""
 }
@@ -485,8 +491,8 @@ func (r *resolver) resolveVectorDBs(p *Stack) ([]vectordb.Spec, *vectordb.Store)
 				r.add(fielderr.Invalid(ip.Child("backup"), s.Backup, "must be an s3://bucket/path in the stack's S3 storage (%s)", st.Endpoint))
 			case st.Kind == serving.AzureBlob && !strings.HasPrefix(s.Backup, "https://"+st.Account+".blob."):
 				r.add(fielderr.Invalid(ip.Child("backup"), s.Backup, "must be a container URL of the stack's storage account, https://%s.blob.core.windows.net/<container>/<path>", st.Account))
-			case st.Kind == serving.AzureBlob && st.ClientID == "":
-				r.add(fielderr.Required(key("storage").Child("clientId"), "required by vectorDBs[%d].backup: CloudNativePG signs in to Blob storage with workload identity", i))
+			case st.Kind == serving.AzureBlob && st.BackupClientID == "":
+				r.add(fielderr.Required(key("storage").Child("backupClientId"), "required by vectorDBs[%d].backup: CloudNativePG signs in to Blob storage with workload identity, as an identity that may write the backups (the weights' clientId only reads them)", i))
 			}
 		}
 		out = append(out, s.Defaults())
@@ -495,14 +501,38 @@ func (r *resolver) resolveVectorDBs(p *Stack) ([]vectordb.Spec, *vectordb.Store)
 		return out, nil
 	}
 	st := r.cfg.Storage
-	if st.Kind == serving.AzureBlob {
-		store := &vectordb.Store{}
-		if st.ClientID != "" {
-			store.Identity = r.workloadIdentity(p.Target, key("storage").Child("clientId"), st.ClientID, storageIdentityRefused)
-		}
-		return out, store
+	if !r.backupCredentials(st) {
+		return out, nil
 	}
-	return out, &vectordb.Store{Endpoint: st.Endpoint, AccessKey: st.AccessKey, SecretKey: st.SecretKey}
+	if st.Kind == serving.AzureBlob {
+		return out, &vectordb.Store{Identity: r.workloadIdentity(p.Target, key("storage").Child("backupClientId"), st.BackupClientID, storageIdentityRefused)}
+	}
+	return out, &vectordb.Store{Endpoint: st.Endpoint, AccessKey: st.BackupAccessKey, SecretKey: st.BackupSecretKey}
+}
+
+// backupCredentials: the pgvector backups write with a credential of
+// their own, never the weights' (which would then have to write, and be
+// where a backup's pods run): whoever holds the weights' credential
+// could otherwise replace what the engines load.
+func (r *resolver) backupCredentials(st *serving.Storage) bool {
+	p := key("storage")
+	n := len(r.errs)
+	switch st.Kind {
+	case serving.S3:
+		for _, k := range [][2]string{{"backupAccessKey", string(st.BackupAccessKey)}, {"backupSecretKey", string(st.BackupSecretKey)}} {
+			if k[1] == "" {
+				r.add(fielderr.Required(p.Child(k[0]), "required by the pgvector backups: S3 keys that may write the backup bucket, apart from the weights' read-only keys, as a secret: pulumi config set --secret --path %s <value>", p.Child(k[0])))
+			}
+		}
+		if st.BackupAccessKey != "" && st.BackupAccessKey == st.AccessKey {
+			r.add(fielderr.Invalid(p.Child("backupAccessKey"), "(the weights' key)", "must differ from storage.accessKey: the weights' key only reads, and no pod beside a database may hold it"))
+		}
+	case serving.AzureBlob:
+		if st.BackupClientID != "" && st.BackupClientID == st.ClientID {
+			r.add(fielderr.Invalid(p.Child("backupClientId"), st.BackupClientID, "must differ from storage.clientId: the weights' identity only reads, and no pod beside a database may sign in as it"))
+		}
+	}
+	return len(r.errs) == n
 }
 
 // checkTwoClusters: where pools live in a management cluster, the GitOps

@@ -73,7 +73,12 @@ func registerServing(ctx *pulumi.Context, d *deployment, part plan.Part) error {
 			"model": ep.Model, "sizing": ep.Sizing})
 	}
 	d.outputs["models"] = endpoints
-	d.outputs["apiKey"] = ms.APIKey // a secret
+	if ms.SharedKey {
+		d.outputs["apiKey"] = ms.APIKey // a secret
+	}
+	if len(ms.ModelKeys) > 0 {
+		d.outputs["modelKeys"] = pulumi.ToSecret(pulumi.ToStringMapOutput(ms.ModelKeys)) // the models' own keys
+	}
 	d.external = append(d.external, ms.ExternalSecrets...)
 	return nil
 }

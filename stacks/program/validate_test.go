@@ -418,7 +418,7 @@ func TestOneMistakeOneProblem(t *testing.T) {
 		{"platform of the wrong type", func(c map[string]any) { c["platform"] = map[string]any{"gpuStack": 1} }, `gpu-node-pools:platform.gpuStack: must be a string, got a JSON number 1`},
 		{"unknown GPU stack under registries without NVIDIA's", func(c map[string]any) {
 			c["platform"] = map[string]any{"gpuStack": "cuda"}
-			c["policies"] = map[string]any{"allowedRegistries": map[string]any{"registries": []any{"docker.io/vllm", "docker.io/rclone", "docker.io/library/busybox", "registry.example"}}}
+			c["policies"] = map[string]any{"allowedRegistries": map[string]any{"registries": []any{"docker.io/vllm", "docker.io/rclone", "docker.io/library/busybox", "docker.io/library/caddy", "registry.example"}}}
 		}, `gpu-node-pools:platform.gpuStack: must be one of device-plugin, gpu-operator, got "cuda"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

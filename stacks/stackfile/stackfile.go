@@ -127,13 +127,16 @@ func (f *File) value(key string, v any, placeholder string) (string, error) {
 	}
 }
 
-// unsecure replaces {secure: ...} values, at any depth, by placeholder.
+// unsecure replaces {secure: ...} values, at any depth, by placeholder
+// and their path: two secrets read alike only where they are one (the
+// checks that two credentials differ judge placeholders as they would
+// the values).
 func (f *File) unsecure(path string, v any, placeholder string) any {
 	switch x := v.(type) {
 	case map[string]any:
 		if _, ok := x["secure"]; ok && len(x) == 1 {
 			f.Secure = append(f.Secure, path)
-			return placeholder
+			return Placeholder(placeholder, path)
 		}
 		out := map[string]any{}
 		for k, e := range x {
@@ -149,6 +152,9 @@ func (f *File) unsecure(path string, v any, placeholder string) any {
 	}
 	return v
 }
+
+// Placeholder is what a secure value at path reads as.
+func Placeholder(placeholder, path string) string { return placeholder + "#" + path }
 
 // Unqualified drops the project namespace from config keys, giving the raw
 // map that plan.Load takes.
