@@ -15,10 +15,10 @@ import (
 	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
-	"github.com/natron/gpu-node-pools/stacks/stackfile"
 	"github.com/natron/gpu-node-pools/stacks/automation"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
+	"github.com/natron/gpu-node-pools/stacks/stackfile"
 	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 

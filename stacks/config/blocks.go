@@ -131,8 +131,10 @@ func componentBlocks() []Block {
 		Key: "serving", Secret: func(c *Config) bool { return c.Serving.APIKey != "" }, field: func(c *Config) any { return &c.Serving },
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList { return c.Serving.Validate(p) },
 	}, Block{
-		Key: "models", Secret: func(c *Config) bool { return slices.ContainsFunc(c.Models, func(m serving.ModelSpec) bool { return m.APIKey != "" }) },
-		field: func(c *Config) any { return &c.Models },
+		Key: "models", Secret: func(c *Config) bool {
+			return slices.ContainsFunc(c.Models, func(m serving.ModelSpec) bool { return m.APIKey != "" })
+		},
+		field:    func(c *Config) any { return &c.Models },
 		validate: validateModels,
 	}, Block{
 		Key: "batchJobs", Secret: never, field: func(c *Config) any { return &c.BatchJobs },
