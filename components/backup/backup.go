@@ -55,6 +55,9 @@ type Spec struct {
 	Chart helm.Chart `json:"chart,omitempty"`
 	// Values are extra Helm values for Velero's chart.
 	Values map[string]any `json:"values,omitempty"`
+	// PluginImage is the object-store plugin's image (Plugins), pinned
+	// with the stack's other images.
+	PluginImage string `json:"-"`
 }
 
 // Location is a backup store: Azure Blob (provider azure, signing in with
@@ -240,6 +243,9 @@ func (s Spec) Defaults() Spec {
 		s.Location = &l
 	}
 	s.Chart = VeleroChart.With(s.Chart)
+	if s.Location != nil {
+		s.PluginImage = cmp.Or(s.PluginImage, Plugins[s.Location.Provider])
+	}
 	return s
 }
 
@@ -371,7 +377,7 @@ func Release(s Spec, src helm.Source, identity kube.WorkloadIdentity) helm.Relea
 	if l := s.Location; l != nil {
 		values["initContainers"] = []any{map[string]any{
 			"name":            "velero-plugin-for-" + l.Provider,
-			"image":           Plugins[l.Provider],
+			"image":           cmp.Or(s.PluginImage, Plugins[l.Provider]),
 			"imagePullPolicy": "IfNotPresent",
 			"volumeMounts":    []any{map[string]any{"mountPath": "/target", "name": "plugins"}},
 			"securityContext": container,

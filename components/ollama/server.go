@@ -59,6 +59,8 @@ type Server struct {
 	RuntimeClass string
 	// APIKeyField is the field of the API-key Secret holding its key.
 	APIKeyField string
+	// WaitImage runs the init container that waits for the pull.
+	WaitImage string
 }
 
 // Weights is the size in GB of the model's file.

@@ -18,8 +18,6 @@ type Pod struct {
 	// APIKeySecret holds the models' keys (each model's field is its
 	// Server's APIKeyField).
 	APIKeySecret string
-	// WaitImage runs the init container that waits for the pull.
-	WaitImage string
 }
 
 // pullScript pulls the model only when the volume lacks it: `ollama show`
@@ -112,7 +110,7 @@ func PullJob(ns string, o Server, pod Pod, labels map[string]any) map[string]any
 // probes, which start after it.
 func waitContainer(o Server, pod Pod) map[string]any {
 	return map[string]any{
-		"name": "wait-for-model", "image": pod.WaitImage,
+		"name": "wait-for-model", "image": o.WaitImage,
 		"command":         []any{"sh", "-c", fmt.Sprintf("until [ -f %s ]; do echo waiting for the pull; sleep 10; done", o.Marker())},
 		"securityContext": podsecurity.ContainerContext(true),
 		"resources":       resourceSpec("10m", "16Mi", "64Mi"),

@@ -25,8 +25,10 @@ const (
 	StorageSecret   = "gpu-node-pools-storage"
 	ServingPriority = "gpu-serving"
 	BatchPriority   = "gpu-batch"
-	RcloneImage     = "rclone/rclone:1.68"
-	WaitImage       = "busybox:1.37"
+	// RcloneImage is the release .ci/toolchain/rclone.sh builds for the
+	// download's tests.
+	RcloneImage = "rclone/rclone:1.75.1"
+	WaitImage   = "busybox:1.37.0"
 )
 
 // PriorityClass is one of the priorities model serving brings.
@@ -215,7 +217,7 @@ func DownloadJob(ns string, m Engine, st Storage, id kube.WorkloadIdentity) map[
 				"automountServiceAccountToken": false,
 				"securityContext":              podsecurity.PodContext(),
 				"containers": []any{map[string]any{
-					"name": "download", "image": RcloneImage,
+					"name": "download", "image": m.DownloadImage,
 					"command":         []any{"sh", "-c", script},
 					"env":             []any{map[string]any{"name": "HOME", "value": TmpPath}},
 					"envFrom":         []any{map[string]any{"secretRef": map[string]any{"name": StorageSecret}}},
@@ -243,7 +245,7 @@ func DownloadJob(ns string, m Engine, st Storage, id kube.WorkloadIdentity) map[
 func WaitForWeights(m Engine) map[string]any {
 	return map[string]any{
 		"name":    "wait-for-weights",
-		"image":   WaitImage,
+		"image":   m.WaitImage,
 		"command": []any{"sh", "-c"},
 		"args":    []any{fmt.Sprintf("until [ -f %s/.complete ]; do echo waiting for weights; sleep 10; done", WeightsDir(m))},
 		"resources": map[string]any{

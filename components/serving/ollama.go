@@ -109,7 +109,7 @@ func NewOllamaServer(m ModelSpec, pool *gpupool.Facts, o Options, runtimeClass s
 		ContextLength: cmp.Or(m.MaxModelLen, ollama.DefaultContext), Parallel: cmp.Or(m.Concurrency, ollama.DefaultParallel),
 		Pool: pool, NodeSelector: maps.Clone(m.NodeSelector), Hostname: m.Hostname,
 		Image: o.OllamaImage, ProxyImage: o.ProxyImage, StorageClass: o.StorageClass,
-		APIKeyField: m.KeyField(),
+		APIKeyField: m.KeyField(), WaitImage: o.WaitImage,
 	}
 	if pool != nil {
 		s.RuntimeClass = runtimeClass
@@ -143,7 +143,7 @@ func OllamaNetworkPolicy(ns string, o ollama.Server, opts Options) map[string]an
 // namespace: the model servers' account and priority, the scratch mount,
 // the API key.
 var OllamaPod = ollama.Pod{ServiceAccount: ModelServerAccount, PriorityClass: ServingPriority, TmpPath: TmpPath,
-	APIKeySecret: APIKeySecret, WaitImage: WaitImage}
+	APIKeySecret: APIKeySecret}
 
 // OllamaPullPods selects one model's pull Job pods.
 func OllamaPullPods(o ollama.Server) map[string]any {

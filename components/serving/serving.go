@@ -178,7 +178,7 @@ func NewEngine(m ModelSpec, pool gpupool.Facts, o Options, serviceMonitorLabels 
 		Model: m.Model(), Source: m.Source, Checksums: m.Checksums, TrustRemoteCode: m.TrustRemoteCode,
 		Hostname: m.Hostname, Pool: pool, MinReplicas: m.Replicas(),
 		QueueDepthTarget: m.QueueDepthTarget, Image: o.Image,
-		APIKeySecret: APIKeySecret, APIKeyField: m.KeyField(), ProxyImage: o.ProxyImage,
+		APIKeySecret: APIKeySecret, APIKeyField: m.KeyField(), ProxyImage: o.ProxyImage, DownloadImage: o.RcloneImage, WaitImage: o.WaitImage,
 		WeightsClaim: WeightsClaim(m.Name), BandwidthMBps: o.BandwidthMBps,
 		PrometheusAddress: o.PrometheusAddress, ServiceMonitorLabels: serviceMonitorLabels,
 		RuntimeClass: runtimeClass, PriorityClass: ServingPriority,

@@ -295,15 +295,22 @@ type Options struct {
 	// OffPeakEndHour ends the batch window (UTC hour).
 	// Default: 6.
 	OffPeakEndHour *int `json:"offPeakEndHour,omitempty"`
-	// Image is the vLLM image.
-	// Default: vllm/vllm-openai:v0.11.0.
+	// Image is the vLLM image, by an exact version (or a digest).
+	// Default: vllm/vllm-openai:v0.14.1, by its published digest.
 	Image string `json:"image,omitempty"`
-	// OllamaImage runs the Ollama models.
-	// Default: ollama/ollama:0.32.15.
+	// OllamaImage runs the Ollama models, by an exact version (or a
+	// digest).
+	// Default: ollama/ollama:0.32.15, by its published digest.
 	OllamaImage string `json:"ollamaImage,omitempty"`
-	// ProxyImage is the API-key proxy in front of each Ollama model (Caddy).
+	// ProxyImage is the API-key proxy in front of every model and the
+	// gateway of those that scale from zero (Caddy), by an exact version
+	// (or a digest).
 	// Default: caddy:2.11.9-alpine.
 	ProxyImage string `json:"proxyImage,omitempty"`
+	// RcloneImage and WaitImage are the weight download's and the wait
+	// containers' images: the program's, pinned with the others.
+	RcloneImage string `json:"-"`
+	WaitImage   string `json:"-"`
 	// Charts overrides the vllm-stack and KEDA charts' versions and
 	// repositories; defaulted, they are the pinned charts.
 	Charts struct {
@@ -326,7 +333,11 @@ var (
 )
 
 // DefaultImage is the vLLM image.
-const DefaultImage = "vllm/vllm-openai:v0.11.0"
+// v0.14.1 is the first release outside CVE-2026-22778 (multimodal code
+// execution, 0.8.3-0.14.0) with the fix for CVE-2026-22807 (Python files
+// in the model directory loaded through auto_map without
+// --trust-remote-code).
+const DefaultImage = "vllm/vllm-openai:v0.14.1"
 
 // OllamaChart is the official Ollama chart; DefaultOllamaImage its app
 // version. DefaultProxyImage is the Caddy release whose Go module the
@@ -373,6 +384,8 @@ func (o Options) Defaults(storageClass, networkPolicy string) Options {
 	o.Image = cmp.Or(o.Image, DefaultImage)
 	o.OllamaImage = cmp.Or(o.OllamaImage, DefaultOllamaImage)
 	o.ProxyImage = cmp.Or(o.ProxyImage, DefaultProxyImage)
+	o.RcloneImage = cmp.Or(o.RcloneImage, RcloneImage)
+	o.WaitImage = cmp.Or(o.WaitImage, WaitImage)
 	o.Charts.Ollama = OllamaChart.With(o.Charts.Ollama)
 	o.Charts.VLLMStack = VLLMStackChart.With(o.Charts.VLLMStack)
 	o.Charts.KEDA = KEDAChart.With(o.Charts.KEDA)

@@ -1,13 +1,14 @@
 package serving
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/images"
 	"github.com/natron/gpu-node-pools/internal/monitoring"
 	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
@@ -38,8 +39,9 @@ type Engine struct {
 	// APIKeySecret names the Secret holding the model's API key, under
 	// APIKeyField: its own key's field, or the stack's shared one.
 	APIKeySecret, APIKeyField string
-	// ProxyImage is the API-key proxy's image (Caddy).
-	ProxyImage string
+	// ProxyImage is the API-key proxy's image (Caddy), DownloadImage the
+	// weight download's, WaitImage its wait container's.
+	ProxyImage, DownloadImage, WaitImage string
 	// WeightsClaim is the ReadWriteMany claim holding the weights, filled
 	// once and mounted read-only at /models by every replica.
 	WeightsClaim string
@@ -169,17 +171,19 @@ func (e Engine) MemoryUtilization() float64 {
 }
 
 func imageRepo(image string) string {
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		return image[:i]
-	}
-	return image
+	repo, _, _ := images.Split(image)
+	return repo
 }
 
+// imageTag is what the chart writes after "<repository>:": the tag, and
+// the digest after it when there is one (repo:tag@sha256:...).
 func imageTag(image string) string {
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		return image[i+1:]
+	_, tag, digest := images.Split(image)
+	tag = cmp.Or(tag, "latest")
+	if digest != "" {
+		tag += "@" + digest
 	}
-	return "latest"
+	return tag
 }
 
 // DeploymentName is the engine Deployment the chart creates for a model.

@@ -17,8 +17,10 @@ import (
 // images are its "standard" images (PGAudit, failover slots, pgvector)
 // plus the Barman Cloud binaries its in-core object-store backups run
 // (cloudnative-pg/postgres-containers README, and the PostgreSQL 17 minor
-// of Debian/ClusterImageCatalog-bookworm.yaml @ a949ae58, 2026-08-17).
-const PostgresImage = "ghcr.io/cloudnative-pg/postgresql:17.11-system-bookworm"
+// of Debian/ClusterImageCatalog-bookworm.yaml @ a949ae58, 2026-08-17),
+// by the build's own tag: the plain 17.11-system-bookworm moves with every
+// rebuild.
+const PostgresImage = "ghcr.io/cloudnative-pg/postgresql:17.11-202608310816-system-bookworm"
 
 // QdrantImage is the Qdrant chart's app version in its unprivileged
 // build, which runs as a non-root user without the chart's chown init
@@ -104,7 +106,7 @@ func Cluster(s Spec, store *Store) map[string]any {
 	labels := map[string]any{kube.BackupExcludeLabel: "true", kube.ManagedByLabel: kube.ManagedBy}
 	spec := map[string]any{
 		"instances": s.Replicas,
-		"imageName": PostgresImage,
+		"imageName": s.Image,
 		"storage":   storage,
 		"resources": resources(s),
 		"affinity":  affinity,

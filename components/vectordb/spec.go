@@ -71,6 +71,8 @@ type Spec struct {
 	// APIKey is Qdrant's API key, a secret.
 	// Default: generated.
 	APIKey secret.Secret `json:"apiKey,omitempty"`
+	// Image is the PostgreSQL image, pinned with the stack's other images.
+	Image string `json:"-"`
 }
 
 // Resources are one replica's requests and memory limit.
@@ -194,6 +196,7 @@ func (s Spec) CheckNodes(p *field.Path, pools []gpupool.Facts) field.ErrorList {
 func (s Spec) Defaults() Spec {
 	s.Kind = cmp.Or(s.Kind, PGVector)
 	s.Namespace = cmp.Or(s.Namespace, DefaultNamespace)
+	s.Image = cmp.Or(s.Image, PostgresImage)
 	s.Replicas = cmp.Or(s.Replicas, 1)
 	s.Resources.CPU = cmp.Or(s.Resources.CPU, DefaultCPU)
 	s.Resources.Memory = cmp.Or(s.Resources.Memory, DefaultMemory)

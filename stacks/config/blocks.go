@@ -173,6 +173,11 @@ func componentBlocks() []Block {
 			return c.GitOps.Validate(p, c.RenderDir != "")
 		},
 	}, Block{
+		Key: "images", Secret: never, field: func(c *Config) any { return &c.Images },
+		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
+			return c.Images.Validate(p)
+		},
+	}, Block{
 		Key: "fleet", Secret: never, field: func(c *Config) any { return &c.Fleet },
 		validate: func(c *Config, p *field.Path, _ func(*field.Path) bool) field.ErrorList {
 			return c.Fleet.Validate(p)

@@ -14,6 +14,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/images"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 	"github.com/natron/gpu-node-pools/internal/pricing"
@@ -85,6 +86,9 @@ type Config struct {
 	// only with renderDir, and left empty the program sets up no sync
 	// (docs/rendering.md).
 	GitOps gitops.Spec
+	// Images pins the images the program sets to digests of the stack's
+	// choosing (docs/security.md, "Images").
+	Images images.Spec
 	// Fleet is the stack's place in the provider's fleet: the rollout wave
 	// it goes out in (docs/automation.md, "Fleets on GitHub Actions"). The
 	// program itself does not read it; stackctl fleet does.

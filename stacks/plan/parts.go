@@ -136,11 +136,11 @@ func (t ServingPart) Images() []policy.Image {
 	if len(t.Engines) > 0 {
 		out = append(out,
 			policy.Image{Ref: o.Image, By: config.Key("serving.image")},
-			policy.Image{Ref: serving.RcloneImage, By: "the weight download Job"})
+			policy.Image{Ref: o.RcloneImage, By: "the weight download Job"})
 	}
 	if len(t.Engines)+len(t.Ollamas) > 0 {
 		out = append(out,
-			policy.Image{Ref: serving.WaitImage, By: "the model servers' init container that waits for the weights"},
+			policy.Image{Ref: o.WaitImage, By: "the model servers' init container that waits for the weights"},
 			policy.Image{Ref: o.ProxyImage, By: config.Key("serving.proxyImage") + " (the models' API-key proxy and gateway)"})
 	}
 	if len(t.Ollamas) > 0 {
@@ -227,7 +227,7 @@ func (t BackupPart) Images() []policy.Image {
 		return nil
 	}
 	return []policy.Image{{Ref: t.Spec.Chart.Images[0], By: config.Key("backup") + ".install (Velero)"},
-		{Ref: backup.Plugins[t.Spec.Location.Provider], By: config.Key("backup") + ".location.provider (Velero's plugin)"}}
+		{Ref: t.Spec.PluginImage, By: config.Key("backup") + ".location.provider (Velero's plugin)"}}
 }
 
 // backupScope is what a Schedule over parts covers: every namespace they

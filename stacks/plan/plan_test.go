@@ -34,10 +34,11 @@ func TestPlanDecidesOnce(t *testing.T) {
 	}{
 		{"dev", platform.GPUOperator, "cephfs", "nvidia", 3, []string{
 			"nvcr.io/nvidia", "registry.k8s.io/nfd/node-feature-discovery", "docker.io/grafana/alloy", "quay.io/prometheus-operator/prometheus-config-reloader",
-			"vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "ollama/ollama:0.32.15", "caddy:2.11.9-alpine",
+			"vllm/vllm-openai:v0.14.1@sha256:6bf34e50e2387dc46dc87a9d6a945fdd616a022bccfddd949052f54063ebcb8c", "rclone/rclone:1.75.1@sha256:45401ad7410db1d67ffdb58e19059ad20b0d8e0285a60e38bbec55cc1019c7a5", "busybox:1.37.0", "caddy:2.11.9-alpine", "ollama/ollama:0.32.15@sha256:57d60e686821ea81a7748a3ec8141308c8b8f95b27105713954abf7a6529e700",
 			"registry.natron-cloud.example/ml/finetune:0.3"}, []string{"vector-dbs"}},
 		{"prod", platform.DevicePlugin, "azurefile-csi-premium", "", 4, []string{
-			"nvcr.io/nvidia/k8s-device-plugin", "nvcr.io/nvidia/k8s/dcgm-exporter", "vllm/vllm-openai:v0.11.0", "rclone/rclone:1.68", "busybox:1.37", "registry.acme.example/embedder:1.4"}, nil},
+			"nvcr.io/nvidia/k8s-device-plugin", "nvcr.io/nvidia/k8s/dcgm-exporter", "vllm/vllm-openai:v0.14.1@sha256:6bf34e50e2387dc46dc87a9d6a945fdd616a022bccfddd949052f54063ebcb8c", "rclone/rclone:1.75.1@sha256:45401ad7410db1d67ffdb58e19059ad20b0d8e0285a60e38bbec55cc1019c7a5", "busybox:1.37.0", "caddy:2.11.9-alpine",
+			"registry.acme.example/embedder:1.4"}, nil},
 	} {
 		t.Run(tc.stack, func(t *testing.T) {
 			raw, _, err := pulumitest.StackConfig(tc.stack)

@@ -23,6 +23,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
 	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/images"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/models"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
@@ -72,7 +73,7 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack,
 	if d.FQDNEgress {
 		egress = serving.Cilium
 	}
-	options := cfg.Serving.Defaults(d.StorageClass, egress)
+	options := r.pinServing(cfg.Serving.Defaults(d.StorageClass, egress))
 	p.ServingOptions = options
 	p.Serving = r.resolveServing(p, options)
 	dbs, store := r.resolveVectorDBs(p)
@@ -97,6 +98,7 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack,
 	}
 	if cfg.Backup.Enabled {
 		b := &BackupPart{Spec: cfg.Backup.Defaults()}
+		b.Spec.PluginImage = images.Pin(b.Spec.PluginImage, cfg.Images.Digests)
 		b.Covered, b.Skipped = backupScope(p.Parts()) // every part but itself
 		if l := b.Spec.Location; l != nil && l.ClientID != "" {
 			b.Identity = r.workloadIdentity(t, key("backup").Child("location", "clientId"), l.ClientID, backupIdentityRefused)
@@ -106,6 +108,7 @@ func resolve(cfg *config.Config, stack string, decoded field.ErrorList) (*Stack,
 	for _, part := range p.Parts() {
 		p.Images = append(p.Images, part.Images()...)
 	}
+	r.checkPins(p)
 	if id := r.resolveIdentity(t, options); id != nil {
 		p.Identities = append(p.Identities, *id)
 		if p.Serving != nil {
@@ -495,7 +498,9 @@ func (r *resolver) resolveVectorDBs(p *Stack) ([]vectordb.Spec, *vectordb.Store)
 				r.add(fielderr.Required(key("storage").Child("backupClientId"), "required by vectorDBs[%d].backup: CloudNativePG signs in to Blob storage with workload identity, as an identity that may write the backups (the weights' clientId only reads them)", i))
 			}
 		}
-		out = append(out, s.Defaults())
+		s = s.Defaults()
+		s.Image = images.Pin(s.Image, r.cfg.Images.Digests)
+		out = append(out, s)
 	}
 	if !backups || r.cfg.Storage == nil {
 		return out, nil

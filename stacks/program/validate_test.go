@@ -385,7 +385,7 @@ func TestUnknownTopLevelKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(pulumi.EnvConfig, string(b))
-	want := `gpu-node-pools:pool: unknown key (did you mean pools?); allowed keys: target, aks, natron, renderDir, protect, pools, platform, storage, serving, models, batchJobs, vectorDBs, policies, podSecurity, pricing, logging, backup, gitops, fleet, got "pool"`
+	want := `gpu-node-pools:pool: unknown key (did you mean pools?); allowed keys: target, aks, natron, renderDir, protect, pools, platform, storage, serving, models, batchJobs, vectorDBs, policies, podSecurity, pricing, logging, backup, gitops, images, fleet, got "pool"`
 	m, err := pulumitest.Run(Program, config.Namespace, "test", raw, nil)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Program error does not contain %q: %v", want, err)
