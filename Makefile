@@ -60,8 +60,10 @@ lint:
 
 # The engine, API-server, scheduling and policy tests need the pinned
 # toolchain, kube-apiserver, kube-scheduler, etcd, KWOK, the Kyverno CLI and
-# the External Secrets Operator, and Azurite (the fleet's azblob:// state):
-# each builds once per version into the per-user cache.
+# the External Secrets Operator, Azurite (the fleet's azblob:// state) and
+# rclone (the weight download's copier): each builds once per version into
+# the per-user cache. The download's script runs in BusyBox (.ci/run
+# installs it).
 unit:
 	GPU_NODE_POOLS_PULUMI_BIN="$$(.ci/toolchain/install.sh | tail -n 1)" \
 	GPU_NODE_POOLS_KUBE_BIN="$$(.ci/toolchain/kube-apiserver.sh | tail -n 1)" \
@@ -70,6 +72,7 @@ unit:
 	GPU_NODE_POOLS_KWOK_BIN="$$(.ci/toolchain/kwok.sh | tail -n 1)" \
 	GPU_NODE_POOLS_ESO_BIN="$$(.ci/toolchain/external-secrets.sh | tail -n 1)" \
 	GPU_NODE_POOLS_AZURITE_BIN="$$(.ci/toolchain/azurite.sh | tail -n 1)" \
+	GPU_NODE_POOLS_RCLONE_BIN="$$(.ci/toolchain/rclone.sh | tail -n 1)" \
 	go test -count=1 -timeout 70m ./...
 
 # Each fuzz target for FUZZTIME executions; a crasher lands in

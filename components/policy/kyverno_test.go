@@ -21,6 +21,10 @@ type pod struct {
 	tolerations    []any
 	daemonSet      bool     // owned by a DaemonSet
 	owner          []string // apiVersion and kind of another controlling owner
+	// ephemeral is the image of an ephemeral container (kubectl debug),
+	// privileged when ephemeralPrivileged
+	ephemeral           string
+	ephemeralPrivileged bool
 }
 
 var (
@@ -56,6 +60,13 @@ func (p pod) object() map[string]any {
 	}
 	if p.tolerations != nil {
 		spec["tolerations"] = p.tolerations
+	}
+	if p.ephemeral != "" {
+		e := map[string]any{"name": "debugger", "image": p.ephemeral, "targetContainerName": "main"}
+		if p.ephemeralPrivileged {
+			e["securityContext"] = map[string]any{"privileged": true}
+		}
+		spec["ephemeralContainers"] = []any{e}
 	}
 	meta := map[string]any{"name": p.name, "namespace": p.ns}
 	if p.daemonSet {
@@ -133,6 +144,18 @@ func TestPoliciesInKyverno(t *testing.T) {
 		{pod: pod{name: "acme-solver", ns: "models", image: "quay.io/jetstack/cert-manager-acmesolver:v1.21.1", owner: []string{"acme.cert-manager.io/v1", "Challenge"}}},
 		// ...while our own controllers' pods there are checked
 		{pod: pod{name: "replicaset-in-models", ns: "models", image: "quay.io/acme/web:1", owner: []string{"apps/v1", "ReplicaSet"}}, fail: []string{nsImages}},
+		// and so is a pod whose owner only claims to be an operator's: owner
+		// references are not authenticated, so only the trusted kinds count
+		{pod: pod{name: "forged-operator-owner", ns: "models", image: "quay.io/evil/miner:1", owner: []string{"evil.io/v1", "Sandbox"}}, fail: []string{nsImages}},
+		{pod: pod{name: "forged-challenge-group", ns: "models", image: "quay.io/evil/miner:1", owner: []string{"evil.io/v1", "Challenge"}}, fail: []string{nsImages}},
+		// or to be a DaemonSet's, of another group: aimed at GPU nodes,
+		// privileged, from anywhere
+		{pod: pod{name: "forged-daemonset", ns: "team-a", image: "quay.io/evil/miner:1", tolerations: []any{gpuTol}, privileged: true,
+			owner: []string{"evil.io/v1", "DaemonSet"}}, fail: []string{taint, priv, gpuImages}},
+		// an ephemeral container runs in the pod as much as its others
+		{pod: pod{name: "debug-in-models", ns: "models", image: "docker.io/vllm/vllm-openai:v0.14.1", ephemeral: "quay.io/evil/shell:1"}, fail: []string{nsImages}},
+		{pod: pod{name: "gpu-privileged-debug", ns: "team-a", gpu: "nvidia.com/gpu", ephemeral: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", ephemeralPrivileged: true},
+			fail: []string{priv}, toleration: true},
 		{pod: pod{name: "gpu-operator-driver", ns: "gpu-platform", tolerations: []any{gpuTol}, privileged: true, daemonSet: true}},
 		{pod: pod{name: "platform-not-nvidia", ns: "gpu-platform", image: "quay.io/x/y:1"}, fail: []string{nsImages}},
 		// pod controllers are checked when applied (Kyverno's autogen)

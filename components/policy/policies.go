@@ -30,8 +30,18 @@ const (
 // CEL shared by the validation rules. Kyverno's autogen rewrites
 // object.spec for Deployments, Jobs and the other pod controllers, so a
 // workload is rejected when it is applied, not when its pods are created.
+// The containers are every kind a pod has: an ephemeral container (kubectl
+// debug) runs in the pod as much as the others, and Kyverno judges the
+// pods/ephemeralcontainers subresource by the rules that match Pod
+// (kyverno v1.19.0 pkg/controllers/webhook/utils_webhook.go,
+// pkg/engine/utils/match.go).
 var (
 	celContainers = variable("containers",
+		"object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])"+
+			" + (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : [])")
+	// the containers that declare resources: an ephemeral container may
+	// not (a pod's resources are fixed, core/v1 EphemeralContainerCommon)
+	celResourcedContainers = variable("containers",
 		"object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])")
 	// A GPU pod requests nvidia.com/gpu or, with MIG's mixed strategy, a
 	// nvidia.com/mig-<profile> slice.
@@ -49,19 +59,30 @@ var (
 	// The GPU rules' subject: a pod that requests a GPU, or one that is
 	// aimed at GPU nodes and is no node agent (a DaemonSet's pod).
 	celGPUWorkload = variable("gpuWorkload", "variables.gpu || (variables.targetsGPUNodes && !variables.daemonSet)")
-	// A pod an operator created for a custom resource of its own (owned by
-	// something outside the core, apps and batch APIs), such as
-	// cert-manager's HTTP-01 solver for a Challenge: the platform's, not
-	// ours, even in our namespaces.
-	celOperatorOwned = variable("operatorOwned", "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, "+
-		"has(o.controller) && o.controller && o.apiVersion != 'v1' && !o.apiVersion.startsWith('apps/') && !o.apiVersion.startsWith('batch/'))")
+	// A node agent: a pod whose controller is an apps/v1 DaemonSet (not
+	// any kind named DaemonSet: owner references are not authenticated).
+	celDaemonSet = variable("daemonSet", "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, "+
+		"has(o.controller) && o.controller && o.apiVersion == 'apps/v1' && o.kind == 'DaemonSet')")
 	// The same normalisation as NormalizeImage: docker.io for images without
 	// a registry host, docker.io/library for single-name images.
 	celImages = variable("images", "variables.containers.map(c, c.image.contains('/') ? "+
 		"((c.image.split('/')[0].contains('.') || c.image.split('/')[0].contains(':') || c.image.split('/')[0] == 'localhost') ? "+
 		"c.image : 'docker.io/' + c.image) : 'docker.io/library/' + c.image)")
-	celDaemonSet = variable("daemonSet", "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, o.kind == 'DaemonSet')")
 )
+
+// operatorOwned: a pod an operator the stack trusts created for a custom
+// resource of its own, by group and kind (cert-manager's HTTP-01 solver
+// for a Challenge): the platform's, not ours, even in our namespaces. Any
+// other owner, a forged one included, leaves the pod judged.
+func operatorOwned(owners []string) map[string]any {
+	var kinds []string
+	for _, gk := range owners {
+		group, kind, _ := strings.Cut(gk, "/")
+		kinds = append(kinds, fmt.Sprintf("(o.apiVersion.startsWith('%s/') && o.kind == '%s')", group, kind))
+	}
+	return variable("operatorOwned", "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, "+
+		"has(o.controller) && o.controller && ("+strings.Join(kinds, " || ")+"))")
+}
 
 func isGPUResource(k string) string {
 	return fmt.Sprintf("%s == 'nvidia.com/gpu' || %s.startsWith('nvidia.com/mig-')", k, k)
@@ -119,7 +140,7 @@ func requireResources(r Resolved) map[string]any {
 	return clusterPolicy(RequireResourcesName, "GPU pods declare their resources",
 		"Every container of a pod that requests a GPU declares "+what+", so GPU nodes are packed by what pods really use.",
 		nil, validateRule(RuleDeclareResources, r.RequireResources.Action, podMatch(nil), nil,
-			[]any{celContainers, celGPU},
+			[]any{celResourcedContainers, celGPU},
 			"!variables.gpu || variables.containers.all(c, has(c.resources) && has(c.resources.requests) && "+
 				"'cpu' in c.resources.requests && 'memory' in c.resources.requests && has(c.resources.limits) && "+limits+")",
 			"every container of a GPU pod must declare "+what))
@@ -142,7 +163,7 @@ func allowedRegistries(r Resolved) map[string]any {
 		validateRule(RuleGPUPodRegistries, action, podMatch(nil), nil,
 			[]any{celContainers, celGPU, celTargetsGPUNodes, celDaemonSet, celGPUWorkload, celImages}, "!variables.gpuWorkload || "+allowed, msg),
 		validateRule(RuleNamespaceRegistries, action, podMatch([]string{r.PlatformNamespace, r.ServingNamespace, r.BatchNamespace}), nil,
-			[]any{celContainers, celImages, celOperatorOwned}, "variables.operatorOwned || "+allowed, msg))
+			[]any{celContainers, celImages, operatorOwned(r.AllowedRegistries.OperatorOwners)}, "variables.operatorOwned || "+allowed, msg))
 }
 
 func disallowPrivileged(r Resolved) map[string]any {

@@ -77,7 +77,19 @@ type RegistriesPolicy struct {
 	// docker.io/library/busybox, docker.io/library/caddy and the images
 	// the stack runs.
 	Registries []string `json:"registries,omitempty"`
+	// OperatorOwners are the operators' kinds (group/Kind) whose pods in
+	// the platform, serving and batch namespaces are their operator's
+	// business, not this policy's: owner references are not
+	// authenticated, so only the kinds named here are trusted.
+	// Default: acme.cert-manager.io/Challenge.
+	OperatorOwners []string `json:"operatorOwners,omitempty"`
 }
+
+// DefaultOperatorOwners are the operators that make pods in the
+// program's namespaces: cert-manager's HTTP-01 solver, made for a
+// Challenge in the namespace of a model's Ingress
+// (pkg/issuer/acme/http/pod.go, cert-manager v1.21.1).
+var DefaultOperatorOwners = []string{"acme.cert-manager.io/Challenge"}
 
 // ExemptionsPolicy configures a policy that some namespaces are exempt from.
 type ExemptionsPolicy struct {
@@ -127,6 +139,9 @@ func (s Spec) Resolve(scope Scope) Resolved {
 	}
 	if len(s.AllowedRegistries.Registries) == 0 {
 		s.AllowedRegistries.Registries = DefaultRegistries
+	}
+	if len(s.AllowedRegistries.OperatorOwners) == 0 {
+		s.AllowedRegistries.OperatorOwners = DefaultOperatorOwners
 	}
 	return Resolved{Spec: s, Scope: scope}
 }

@@ -32,6 +32,12 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 				"must be a registry host with an optional path, such as nvcr.io or docker.io/vllm (images without a host are docker.io's)"))
 		}
 	}
+	for i, o := range s.AllowedRegistries.OperatorOwners {
+		if !ownerRe.MatchString(o) {
+			errs = append(errs, fielderr.Invalid(p.Child("allowedRegistries", "operatorOwners").Index(i), o,
+				"must be an API group and a kind, such as acme.cert-manager.io/Challenge (a core or apps kind is never an operator's)"))
+		}
+	}
 	// A list, not a map: problems come out in the same order every run.
 	for _, e := range []struct {
 		name string
@@ -45,6 +51,10 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 	}
 	return errs
 }
+
+// ownerRe is a custom resource's group (with a dot: the core, apps and
+// batch groups have none) and kind.
+var ownerRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+/[A-Z][A-Za-z0-9]*$`)
 
 // Image is an image the stack runs itself, with what runs it.
 type Image struct {
