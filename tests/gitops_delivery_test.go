@@ -53,7 +53,7 @@ func renderStack(t *testing.T, cfg *config.Config, stack, tool, dir string, chan
 	cfg.Platform.ChartDir = filepath.Join(pulumitest.SharedDir(t), "charts")
 	g := cfg.GitOps
 	if !g.Set() {
-		g = gitops.Spec{RepoURL: "https://git.example/platform/acme.git"}
+		g = gitops.Spec{RepoURL: "https://git.example/platform/acme.git", AllowedHosts: []string{"git.example"}}
 	}
 	g.Tool, g.Path, g.Project = tool, publishPath, ""
 	g.ExternalSecrets = &gitops.ExternalSecrets{Store: "platform-vault"}

@@ -44,6 +44,7 @@ func TestDestroyListsTheGitOpsFiles(t *testing.T) {
   gpu-node-pools:gitops:
     tool: ` + tc.tool + `
     repoURL: https://git.example/acme.git
+    allowedHosts: [git.example]
     path: clusters/acme/gpu
     workloadCluster: acme
 `

@@ -18,7 +18,7 @@ import (
 )
 
 func argo() gitops.Spec {
-	return gitops.Spec{RepoURL: "https://git.example/platform/acme.git", Path: "clusters/acme/gpu/"}
+	return gitops.Spec{RepoURL: "https://git.example/platform/acme.git", AllowedHosts: []string{"git.example"}, Path: "clusters/acme/gpu/"}
 }
 
 func TestValidate(t *testing.T) {
@@ -50,6 +50,17 @@ func TestValidate(t *testing.T) {
 		}(), true, []string{`gitops.credentialsSecret: Required value: an ssh:// repository needs the Secret with Flux's SSH key`}},
 		{"argo over ssh keeps its own credentials", func() gitops.Spec { s := argo(); s.RepoURL = "ssh://git@git.example/platform/acme.git"; return s }(), true, nil},
 		{"valid argo", argo(), true, nil},
+		// where the publish step's token goes
+		{"plain http", func() gitops.Spec { s := argo(); s.RepoURL = "http://git.example/platform/acme.git"; return s }(), true,
+			[]string{`gitops.repoURL: Invalid value: "http://git.example/platform/acme.git": must be https://<host>/<owner>/<repo> or ssh://`}},
+		{"a host not allowed", func() gitops.Spec { s := argo(); s.RepoURL = "https://evil.example/platform/acme.git"; return s }(), true,
+			[]string{`gitops.repoURL: Invalid value: "https://evil.example/platform/acme.git": must be on an allowed host (gitops.allowedHosts): git.example`}},
+		{"the default host only", func() gitops.Spec { s := argo(); s.AllowedHosts = nil; return s }(), true,
+			[]string{`gitops.repoURL: Invalid value: "https://git.example/platform/acme.git": must be on an allowed host (gitops.allowedHosts): github.com`}},
+		{"a token in the URL", func() gitops.Spec { s := argo(); s.RepoURL = "https://x-access-token:ghp_1234@git.example/platform/acme.git"; return s }(), true,
+			[]string{`gitops.repoURL: Invalid value: "(a URL with credentials)": must not carry credentials`}},
+		{"a host that is no name", func() gitops.Spec { s := argo(); s.AllowedHosts = []string{"git example"}; return s }(), true,
+			[]string{`gitops.allowedHosts[0]: Invalid value: "git example"`, `gitops.repoURL: Invalid value`}},
 		{"valid flux", func() gitops.Spec { s := flux; s.Interval = "1m30s"; return s }(), true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ package gitops
 
 import (
 	"net/url"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,8 +32,14 @@ type Spec struct {
 	// Tool is argocd or flux.
 	// Default: argocd.
 	Tool string `json:"tool,omitempty"`
-	// RepoURL is the customer's platform repository (required).
+	// RepoURL is the customer's platform repository (required): https://
+	// or ssh://, on one of allowedHosts, without credentials in it.
 	RepoURL string `json:"repoURL"`
+	// AllowedHosts are the git hosts the platform repository may be on:
+	// the publish step's token goes there (the fleet's GITOPS_HOSTS
+	// bounds it again).
+	// Default: github.com.
+	AllowedHosts []string `json:"allowedHosts,omitempty"`
 	// TargetRevision is the branch.
 	// Default: main.
 	TargetRevision string `json:"targetRevision,omitempty"`
@@ -113,7 +120,7 @@ var fluxDuration = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`)
 
 // Set reports whether the block is there at all (Pulumi.yaml gives an
 // absent block the default {}).
-func (s Spec) Set() bool { return s != Spec{} }
+func (s Spec) Set() bool { return !reflect.DeepEqual(s, Spec{}) }
 
 // Validate checks the block as written; rendering is whether the stack
 // has a renderDir, which GitOps delivery syncs.
@@ -128,9 +135,7 @@ func (s Spec) Validate(p *field.Path, rendering bool) field.ErrorList {
 	if s.Tool != "" {
 		errs = append(errs, fielderr.OneOf(p.Child("tool"), s.Tool, Tools)...)
 	}
-	if u, err := url.Parse(s.RepoURL); s.RepoURL == "" || err != nil || !slices.Contains([]string{"https", "http", "ssh"}, u.Scheme) || u.Host == "" {
-		errs = append(errs, fielderr.Invalid(p.Child("repoURL"), s.RepoURL, "required: the platform repository, an https:// or ssh:// URL"))
-	}
+	errs = append(errs, s.validateRepo(p)...)
 	if s.Path == "" || strings.HasPrefix(s.Path, "/") || strings.Contains(s.Path, "..") {
 		errs = append(errs, fielderr.Invalid(p.Child("path"), s.Path, "required: the folder of the platform repository the render is published to, relative, e.g. clusters/acme/gpu"))
 	}
@@ -189,6 +194,45 @@ func (s Spec) Validate(p *field.Path, rendering bool) field.ErrorList {
 	}
 	return errs
 }
+
+// DefaultHosts are the git hosts a platform repository may be on unless
+// allowedHosts says.
+var DefaultHosts = []string{"github.com"}
+
+// validateRepo: the platform repository is reached over https or ssh (a
+// plain http clone can be changed on the way, and the publish step's
+// token would travel in the clear), carries no credentials (they would
+// land in the render, the Applications and every log), and is on a host
+// the stack allows.
+func (s Spec) validateRepo(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	hosts := s.AllowedHosts
+	if len(hosts) == 0 {
+		hosts = DefaultHosts
+	}
+	for i, h := range s.AllowedHosts {
+		if !fielderr.DNSSubdomain(h) || !strings.Contains(h, ".") {
+			errs = append(errs, fielderr.Invalid(p.Child("allowedHosts").Index(i), h, "must be a git host's DNS name, such as github.com"))
+		}
+	}
+	u, err := url.Parse(s.RepoURL)
+	switch {
+	case s.RepoURL == "" || err != nil || u.Host == "":
+		errs = append(errs, fielderr.Invalid(p.Child("repoURL"), s.RepoURL, "required: the platform repository, an https:// or ssh:// URL"))
+	case u.Scheme != "https" && u.Scheme != "ssh":
+		errs = append(errs, fielderr.Invalid(p.Child("repoURL"), s.RepoURL, "must be https://<host>/<owner>/<repo> or ssh://git@<host>/<owner>/<repo>: over %s the clone can be changed on the way", u.Scheme))
+	case u.User != nil && (u.Scheme == "https" || hasPassword(u)):
+		errs = append(errs, fielderr.Invalid(p.Child("repoURL"), "(a URL with credentials)", "must not carry credentials: give the tool its own (credentialsSecret, Argo CD's repository credentials)"))
+	case !slices.Contains(hosts, u.Hostname()):
+		errs = append(errs, fielderr.Invalid(p.Child("repoURL"), s.RepoURL, "must be on an allowed host (%s): %s, or add the host to %s",
+			p.Child("allowedHosts"), strings.Join(hosts, ", "), p.Child("allowedHosts")))
+	case u.RawQuery != "" || u.Fragment != "":
+		errs = append(errs, fielderr.Invalid(p.Child("repoURL"), s.RepoURL, "must be a repository's URL, without a query or fragment"))
+	}
+	return errs
+}
+
+func hasPassword(u *url.URL) bool { _, set := u.User.Password(); return set }
 
 // Defaults fills what the block leaves out; stack names the default key
 // prefix of the secrets.
