@@ -3,12 +3,14 @@ package tests
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/stacks/fleet"
 	"github.com/natron/gpu-node-pools/stacks/preflight"
 	"github.com/natron/gpu-node-pools/stacks/target/aks"
@@ -122,7 +124,7 @@ func TestShardJobsRestoreNotRebuild(t *testing.T) {
 		if !strings.HasPrefix(s.Uses, "actions/cache") {
 			continue
 		}
-		if s.Uses != "actions/cache/restore@v4" || s.With["fail-on-cache-miss"] != true {
+		if !strings.HasPrefix(s.Uses, "actions/cache/restore@") || s.With["fail-on-cache-miss"] != true {
 			t.Errorf("shard cache step %s: want a restore that fails on a miss", s.Uses)
 		}
 		key, _ := s.With["key"].(string)
@@ -228,8 +230,8 @@ func TestWorkflowsReachEntraClusters(t *testing.T) {
 	_, plan := readWorkflow(t, "fleet-plan.yml")
 	_, shard := readWorkflow(t, "fleet-shard.yml")
 	for _, c := range []struct{ text, want string }{
-		{shard, "uses: azure/login@v2"},
-		{shard, "uses: azure/use-kubelogin@v1"},
+		{shard, "uses: azure/login@"},
+		{shard, "uses: azure/use-kubelogin@"},
 		{shard, "run: .ci/env.sh --github"},
 		{plan, "pulumi plugin install resource azure-native " + aks.AzureNativeVersion},
 		{plan, "pulumi plugin install resource random " + preflight.RandomVersion},
@@ -258,5 +260,76 @@ func TestRolloutPublishesRenders(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("publish-render.sh lacks %q", want)
 		}
+	}
+}
+
+// Every action the workflows use is pinned to a commit, not a tag its
+// owner can move; the ones the shared assets carry are pinned to the
+// commits their tags resolved to there (../shared/actions/README.md).
+func TestActionsArePinnedToCommits(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join(pulumitest.SharedDir(t), "actions", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "| actions/checkout | v4 | <sha> |" rows, and "**actions/upload-artifact@v4** (<sha>)"
+	known := map[string]string{}
+	for _, m := range regexp.MustCompile(`\| (\S+/\S+)(?: \([^)]*\))? \| v\d+ \| ([0-9a-f]{40}) \|`).FindAllStringSubmatch(string(readme), -1) {
+		known[m[1]] = m[2]
+	}
+	for _, m := range regexp.MustCompile(`\*\*(\S+/\S+)@v\d+\*\* \(([0-9a-f]{40})\)`).FindAllStringSubmatch(string(readme), -1) {
+		known[m[1]] = m[2]
+	}
+	if len(known) < 5 {
+		t.Fatalf("read %d pinned actions from the shared README, want checkout, cache, setup-go and the artifact actions: %v", len(known), known)
+	}
+	pinned := regexp.MustCompile(`^([^@/]+/[^@/]+)(/[^@]+)?@([0-9a-f]{40})$`)
+	files, _ := filepath.Glob(filepath.Join("..", ".github", "workflows", "*.yml"))
+	checked := 0
+	for _, f := range files {
+		w, _ := readWorkflow(t, filepath.Base(f))
+		for name, j := range w.Jobs {
+			uses := []string{j.Uses}
+			for _, s := range j.Steps {
+				uses = append(uses, s.Uses)
+			}
+			for _, u := range uses {
+				if u == "" || strings.HasPrefix(u, "./") {
+					continue
+				}
+				checked++
+				m := pinned.FindStringSubmatch(u)
+				if m == nil {
+					t.Errorf("%s job %s uses %s: not pinned to a commit", filepath.Base(f), name, u)
+					continue
+				}
+				if want, ok := known[m[1]]; ok && m[3] != want {
+					t.Errorf("%s job %s uses %s at %s; its tag resolves to %s", filepath.Base(f), name, m[1], m[3], want)
+				}
+			}
+		}
+	}
+	if checked < 10 {
+		t.Errorf("checked %d uses of actions, want every one of the workflows'", checked)
+	}
+}
+
+// The shard jobs deploy the checksummed charts: the bundle is fetched and
+// verified against .ci/shared-assets.sha256, and the program pointed at
+// its charts, before any stack runs.
+func TestShardsDeployTheChecksummedCharts(t *testing.T) {
+	t.Parallel()
+	shard, _ := readWorkflow(t, "fleet-shard.yml")
+	bundle, run := -1, -1
+	for i, s := range shard.Jobs["shard"].Steps {
+		if strings.Contains(s.Run, ".ci/shared-assets.sh verify") && strings.Contains(s.Run, "GPU_NODE_POOLS_CHART_DIR=") && strings.Contains(s.Run, "$GITHUB_ENV") {
+			bundle = i
+		}
+		if strings.Contains(s.Run, ".fleet-bin/stackctl fleet") {
+			run = i
+		}
+	}
+	if bundle < 0 || run < 0 || bundle > run {
+		t.Errorf("the verified bundle's charts (step %d) must come before the stacks run (step %d)", bundle, run)
 	}
 }
