@@ -278,6 +278,18 @@ func TestNoWayIntoAModelWithoutItsKey(t *testing.T) {
 			{"chat with the key", "POST", "/v1/chat/completions", sharedKey, 200, true},
 		}, from(client), svc, ollamaSeen)
 		check(t, []call{{"another namespace", "POST", "/v1/chat/completions", sharedKey, 0, false}}, from(attacker), svc, ollamaSeen)
+		// the server reaches nothing outside; its pull Job, the registry
+		server := c.Pod(ns, "ollama-tiny")
+		pull := netsim.Peer{Namespace: ns, Labels: map[string]string{}}
+		for k, v := range serving.OllamaPullPods(p.Ollamas[0]) {
+			pull.Labels[k] = v.(string)
+		}
+		if c.AllowedOut(server, "104.18.1.1", 443) {
+			t.Error("the Ollama server may reach the internet: only its pull needs to")
+		}
+		if !c.AllowedOut(pull, "104.18.1.1", 443) || c.AllowedOut(pull, "10.0.0.5", 443) {
+			t.Errorf("the pull Job reaches the registry: %v; the cluster's addresses: %v", c.AllowedOut(pull, "104.18.1.1", 443), c.AllowedOut(pull, "10.0.0.5", 443))
+		}
 		for _, s := range ollamaSeen() {
 			if s.Authorization != "" {
 				t.Errorf("Ollama saw the key on %s %s", s.Method, s.Path)

@@ -134,6 +134,15 @@ func (c *Cluster) Allowed(from Peer, to Peer, port int, portName string) bool {
 	}).IsAllowed()
 }
 
+// AllowedOut is the NetworkPolicies' verdict on a pod's TCP connection to
+// an address outside the cluster.
+func (c *Cluster) AllowedOut(from Peer, ip string, port int) bool {
+	return c.policy.IsTrafficAllowed(&matcher.Traffic{
+		Source:      &matcher.TrafficPeer{IP: "10.244.1.1", Internal: &matcher.InternalPeer{Namespace: from.Namespace, PodLabels: from.Labels, NamespaceLabels: c.namespaceLabels(from.Namespace)}},
+		Destination: &matcher.TrafficPeer{IP: ip}, ResolvedPort: port, Protocol: corev1.ProtocolTCP,
+	}).IsAllowed()
+}
+
 // Do sends req from a pod: to a Service by its cluster name
 // (<name>.<namespace>.svc[.cluster.local]), the only names in-cluster
 // clients use here.
