@@ -101,9 +101,9 @@ func TestOllamaPodsPassTheStackPolicies(t *testing.T) {
 }
 
 // checkLiveOllama reads the dev stack's Ollama model back from the API
-// server the engine applied it to: the pod pulls into its claim before the
-// proxy starts as a native sidecar holding the API key, and the Service
-// reaches the proxy, never Ollama's own port.
+// server the engine applied it to: the pod waits for its pull Job before
+// the proxy starts as a native sidecar holding the API key, Ollama listens
+// on loopback, and the Service reaches the proxy, never Ollama's own port.
 func checkLiveOllama(t *testing.T, srv *kubeapi.Server, model string) {
 	t.Helper()
 	name := "ollama-" + model
@@ -117,8 +117,20 @@ func checkLiveOllama(t *testing.T, srv *kubeapi.Server, model string) {
 	for _, c := range inits {
 		names = append(names, fmt.Sprint(c.(map[string]any)["name"]))
 	}
-	if got := strings.Join(names, ","); got != "pull-model,api-key-proxy" {
-		t.Fatalf("init containers %s, want the pull, then the proxy", got)
+	if got := strings.Join(names, ","); got != "wait-for-model,api-key-proxy" {
+		t.Fatalf("init containers %s, want the wait for the pull, then the proxy", got)
+	}
+	var jobs struct{ Items []any }
+	srv.GetJSON(t, &jobs, "jobs", "-n", "models", "-l", "gpu-node-pools/model="+model)
+	if len(jobs.Items) != 1 {
+		t.Errorf("%d pull Jobs for %s, want one", len(jobs.Items), model)
+	}
+	for _, c := range pod["containers"].([]any) {
+		for _, e := range c.(map[string]any)["env"].([]any) {
+			if e := e.(map[string]any); e["name"] == "OLLAMA_HOST" && e["value"] != fmt.Sprintf("127.0.0.1:%d", ollama.Port) {
+				t.Errorf("Ollama listens on %v, want loopback", e["value"])
+			}
+		}
 	}
 	proxy := inits[1].(map[string]any)
 	if proxy["restartPolicy"] != "Always" {

@@ -57,7 +57,11 @@ func TestValidate(t *testing.T) {
 			[]string{`gitops.repoURL: Invalid value: "https://evil.example/platform/acme.git": must be on an allowed host (gitops.allowedHosts): git.example`}},
 		{"the default host only", func() gitops.Spec { s := argo(); s.AllowedHosts = nil; return s }(), true,
 			[]string{`gitops.repoURL: Invalid value: "https://git.example/platform/acme.git": must be on an allowed host (gitops.allowedHosts): github.com`}},
-		{"a token in the URL", func() gitops.Spec { s := argo(); s.RepoURL = "https://x-access-token:ghp_1234@git.example/platform/acme.git"; return s }(), true,
+		{"a token in the URL", func() gitops.Spec {
+			s := argo()
+			s.RepoURL = "https://x-access-token:ghp_1234@git.example/platform/acme.git"
+			return s
+		}(), true,
 			[]string{`gitops.repoURL: Invalid value: "(a URL with credentials)": must not carry credentials`}},
 		{"a host that is no name", func() gitops.Spec { s := argo(); s.AllowedHosts = []string{"git example"}; return s }(), true,
 			[]string{`gitops.allowedHosts[0]: Invalid value: "git example"`, `gitops.repoURL: Invalid value`}},

@@ -64,45 +64,27 @@ func PullJob(ns string, o Server, pod Pod, labels map[string]any) map[string]any
 	for k, v := range labels {
 		podLabels[k] = v
 	}
-	return map[string]any{
-		"apiVersion": "batch/v1", "kind": "Job",
-		"metadata": map[string]any{
-			"name": o.Release() + "-pull-" + o.SourceKey(), "namespace": ns,
-			"labels": map[string]any{"gpu-node-pools/model": o.Name},
-			"annotations": map[string]any{
-				// a large pull outlasts an apply timeout; the server waits
-				// for the marker instead
-				"pulumi.com/skipAwait":              "true",
-				"argocd.argoproj.io/sync-options":   "Replace=true",
-				"kustomize.toolkit.fluxcd.io/force": "enabled",
+	return kube.FillJob(o.Release()+"-pull-"+o.SourceKey(), ns, map[string]any{"gpu-node-pools/model": o.Name}, podLabels, map[string]any{
+		"serviceAccountName":           pod.ServiceAccount,
+		"automountServiceAccountToken": false,
+		"securityContext":              podsecurity.PodContext(),
+		"affinity":                     map[string]any{"nodeAffinity": gpupool.AvoidGPUNodes()},
+		"containers": []any{map[string]any{
+			"name": "pull", "image": o.Image,
+			"command":         []any{"sh", "-c", pullScript(o)},
+			"env":             envVars("HOME", Home, "OLLAMA_HOST", fmt.Sprintf("%s:%d", Host, Port)),
+			"securityContext": podsecurity.ContainerContext(true),
+			"resources":       resourceSpec("500m", "512Mi", "1Gi"),
+			"volumeMounts": []any{
+				map[string]any{"name": "ollama-data", "mountPath": Home},
+				map[string]any{"name": "tmp", "mountPath": pod.TmpPath},
 			},
+		}},
+		"volumes": []any{
+			map[string]any{"name": "ollama-data", "persistentVolumeClaim": map[string]any{"claimName": o.Claim()}},
+			podsecurity.ScratchVolume("tmp", "2Gi"),
 		},
-		"spec": map[string]any{
-			"backoffLimit": 6,
-			"template": map[string]any{"metadata": map[string]any{"labels": podLabels}, "spec": map[string]any{
-				"restartPolicy":                "OnFailure",
-				"serviceAccountName":           pod.ServiceAccount,
-				"automountServiceAccountToken": false,
-				"securityContext":              podsecurity.PodContext(),
-				"affinity":                     map[string]any{"nodeAffinity": gpupool.AvoidGPUNodes()},
-				"containers": []any{map[string]any{
-					"name": "pull", "image": o.Image,
-					"command":         []any{"sh", "-c", pullScript(o)},
-					"env":             envVars("HOME", Home, "OLLAMA_HOST", fmt.Sprintf("%s:%d", Host, Port)),
-					"securityContext": podsecurity.ContainerContext(true),
-					"resources":       resourceSpec("500m", "512Mi", "1Gi"),
-					"volumeMounts": []any{
-						map[string]any{"name": "ollama-data", "mountPath": Home},
-						map[string]any{"name": "tmp", "mountPath": pod.TmpPath},
-					},
-				}},
-				"volumes": []any{
-					map[string]any{"name": "ollama-data", "persistentVolumeClaim": map[string]any{"claimName": o.Claim()}},
-					podsecurity.ScratchVolume("tmp", "2Gi"),
-				},
-			}},
-		},
-	}
+	})
 }
 
 // waitContainer holds the server until the pull Job has filled the

@@ -194,50 +194,30 @@ func DownloadJob(ns string, m Engine, st Storage, id kube.WorkloadIdentity) map[
 	script := downloadScript(m, key)
 	labels := id.PodLabelValues()
 	labels[ComponentLabel] = DownloadComponent
-	return map[string]any{
-		"apiVersion": "batch/v1",
-		"kind":       "Job",
-		"metadata": map[string]any{
-			"name": "weights-" + m.Name + "-" + key, "namespace": ns,
-			"labels": map[string]any{"gpu-node-pools/model": m.Name},
-			"annotations": map[string]any{
-				// a 140 GB download outlasts any sensible apply timeout;
-				// the engine's init container waits for the marker instead
-				"pulumi.com/skipAwait": "true",
-				// a changed template is a new Job, not a patch of this one
-				"argocd.argoproj.io/sync-options":   "Replace=true",
-				"kustomize.toolkit.fluxcd.io/force": "enabled",
+	return kube.FillJob("weights-"+m.Name+"-"+key, ns, map[string]any{"gpu-node-pools/model": m.Name}, labels, map[string]any{
+		"serviceAccountName":           DownloadServiceAccount,
+		"automountServiceAccountToken": false,
+		"securityContext":              podsecurity.PodContext(),
+		"containers": []any{map[string]any{
+			"name": "download", "image": m.DownloadImage,
+			"command":         []any{"sh", "-c", script},
+			"env":             []any{map[string]any{"name": "HOME", "value": TmpPath}},
+			"envFrom":         []any{map[string]any{"secretRef": map[string]any{"name": StorageSecret}}},
+			"securityContext": podsecurity.ContainerContext(true),
+			"resources": map[string]any{
+				"requests": map[string]any{"cpu": "500m", "memory": "512Mi"},
+				"limits":   map[string]any{"cpu": "2", "memory": "2Gi"},
 			},
+			"volumeMounts": []any{
+				map[string]any{"name": "weights", "mountPath": WeightsPath},
+				map[string]any{"name": "tmp", "mountPath": TmpPath},
+			},
+		}},
+		"volumes": []any{
+			map[string]any{"name": "weights", "persistentVolumeClaim": map[string]any{"claimName": WeightsClaim(m.Name)}},
+			podsecurity.ScratchVolume("tmp", "1Gi"),
 		},
-		"spec": map[string]any{
-			"backoffLimit": 6,
-			"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
-				"restartPolicy":                "OnFailure",
-				"serviceAccountName":           DownloadServiceAccount,
-				"automountServiceAccountToken": false,
-				"securityContext":              podsecurity.PodContext(),
-				"containers": []any{map[string]any{
-					"name": "download", "image": m.DownloadImage,
-					"command":         []any{"sh", "-c", script},
-					"env":             []any{map[string]any{"name": "HOME", "value": TmpPath}},
-					"envFrom":         []any{map[string]any{"secretRef": map[string]any{"name": StorageSecret}}},
-					"securityContext": podsecurity.ContainerContext(true),
-					"resources": map[string]any{
-						"requests": map[string]any{"cpu": "500m", "memory": "512Mi"},
-						"limits":   map[string]any{"cpu": "2", "memory": "2Gi"},
-					},
-					"volumeMounts": []any{
-						map[string]any{"name": "weights", "mountPath": WeightsPath},
-						map[string]any{"name": "tmp", "mountPath": TmpPath},
-					},
-				}},
-				"volumes": []any{
-					map[string]any{"name": "weights", "persistentVolumeClaim": map[string]any{"claimName": WeightsClaim(m.Name)}},
-					podsecurity.ScratchVolume("tmp", "1Gi"),
-				},
-			}},
-		},
-	}
+	})
 }
 
 // WaitForWeights is the engine's init container: no replica starts loading

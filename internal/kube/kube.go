@@ -26,3 +26,28 @@ func AnyMap(m map[string]string) map[string]any {
 	}
 	return out
 }
+
+// FillJob is a Job that fills a volume once (weights, a model store): a
+// fill outlasts any sensible apply timeout, so nothing awaits it (what
+// needs the volume waits for the fill's marker instead), and a changed
+// template is a new Job (its name says which fill), which GitOps tools
+// replace rather than patch. pod is the pod spec, which restarts on
+// failure up to six times.
+func FillJob(name, ns string, labels, podLabels, pod map[string]any) map[string]any {
+	pod["restartPolicy"] = "OnFailure"
+	return map[string]any{
+		"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{
+			"name": name, "namespace": ns, "labels": labels,
+			"annotations": map[string]any{
+				"pulumi.com/skipAwait":              "true",
+				"argocd.argoproj.io/sync-options":   "Replace=true",
+				"kustomize.toolkit.fluxcd.io/force": "enabled",
+			},
+		},
+		"spec": map[string]any{
+			"backoffLimit": 6,
+			"template":     map[string]any{"metadata": map[string]any{"labels": podLabels}, "spec": pod},
+		},
+	}
+}

@@ -70,21 +70,9 @@ func SortedKeys[V any](m map[string]V) []string {
 func FromInput(v pulumi.Input) (out any, ok bool) {
 	switch x := v.(type) {
 	case pulumi.Map:
-		m := map[string]any{}
-		for k, e := range x {
-			if m[k], ok = FromInput(e); !ok {
-				return nil, false
-			}
-		}
-		return m, true
+		return fromMap(x)
 	case pulumi.StringMap:
-		m := map[string]any{}
-		for k, e := range x {
-			if m[k], ok = FromInput(e); !ok {
-				return nil, false
-			}
-		}
-		return m, true
+		return fromMap(x)
 	case pulumi.Array:
 		a := make([]any, len(x))
 		for i, e := range x {
@@ -115,4 +103,16 @@ func FromInput(v pulumi.Input) (out any, ok bool) {
 		return nil, true
 	}
 	return nil, false
+}
+
+func fromMap[V pulumi.Input](m map[string]V) (any, bool) {
+	out := map[string]any{}
+	for k, e := range m {
+		v, ok := FromInput(e)
+		if !ok {
+			return nil, false
+		}
+		out[k] = v
+	}
+	return out, true
 }

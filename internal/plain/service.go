@@ -1,7 +1,7 @@
 package plain
 
 import (
-	"fmt"
+	"strconv"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
@@ -29,13 +29,13 @@ func ServiceArgs(obj map[string]any) *corev1.ServiceArgs {
 	var out corev1.ServicePortArray
 	for _, p := range ports {
 		pm, _ := p.(map[string]any)
-		port := corev1.ServicePortArgs{Name: str(pm["name"]), Protocol: str(pm["protocol"]), Port: pulumi.Int(toInt(pm["port"]))}
+		port := corev1.ServicePortArgs{Name: str(pm["name"]), Protocol: str(pm["protocol"]), Port: pulumi.Int(Int(pm["port"]))}
 		switch tp := pm["targetPort"].(type) {
 		case string:
 			port.TargetPort = pulumi.String(tp)
 		case nil:
 		default:
-			port.TargetPort = pulumi.Int(toInt(tp))
+			port.TargetPort = pulumi.Int(Int(tp))
 		}
 		out = append(out, port)
 	}
@@ -43,14 +43,18 @@ func ServiceArgs(obj map[string]any) *corev1.ServiceArgs {
 	return args
 }
 
-func toInt(v any) int {
+// Int is a JSON number (or a numeral) as an int; 0 for anything else.
+func Int(v any) int {
 	switch x := v.(type) {
 	case int:
 		return x
+	case int64:
+		return int(x)
 	case float64:
 		return int(x)
+	case string:
+		n, _ := strconv.Atoi(x)
+		return n
 	}
-	n := 0
-	fmt.Sscan(fmt.Sprint(v), &n)
-	return n
+	return 0
 }

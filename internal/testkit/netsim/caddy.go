@@ -173,13 +173,25 @@ func (p *process) stop() {
 // the local address of each of its sites by the port it names.
 func RunCaddyfile(t *testing.T, caddyfile string, env ...string) map[int]string {
 	t.Helper()
+	addrs, err := runOnFreePorts(t, caddyfile, env)
+	if err != nil {
+		t.Fatalf("caddy: %v", err)
+	}
+	return addrs
+}
+
+// runOnFreePorts starts Caddy with each site on a free loopback port,
+// again on others when one was taken before Caddy bound it, and is each
+// site's local address by the port it names.
+func runOnFreePorts(t *testing.T, caddyfile string, env []string) (map[int]string, error) {
+	t.Helper()
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		sites := map[int]int{}
 		for _, port := range SitePorts(caddyfile) {
 			free, ferr := freePort()
 			if ferr != nil {
-				t.Fatal(ferr)
+				return nil, ferr
 			}
 			sites[port] = free
 		}
@@ -188,14 +200,13 @@ func RunCaddyfile(t *testing.T, caddyfile string, env ...string) map[int]string 
 			for port, local := range sites {
 				out[port] = fmt.Sprintf("127.0.0.1:%d", local)
 			}
-			return out
+			return out, nil
 		}
 		if !strings.Contains(err.Error(), "address already in use") {
 			break
 		}
 	}
-	t.Fatalf("caddy: %v", err)
-	return nil
+	return nil, err
 }
 
 // freePort is a loopback port free when asked.

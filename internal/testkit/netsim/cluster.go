@@ -25,6 +25,8 @@ import (
 	"testing"
 
 	"github.com/mattfenwick/cyclonus/pkg/matcher"
+
+	"github.com/natron/gpu-node-pools/internal/plain"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 )
@@ -220,20 +222,7 @@ func IngressMatches(pathType, path, urlPath string) bool {
 	return false
 }
 
-func toInt(v any) int {
-	switch x := v.(type) {
-	case int:
-		return x
-	case float64:
-		return int(x)
-	case int64:
-		return int(x)
-	case string:
-		n, _ := strconv.Atoi(x)
-		return n
-	}
-	return 0
-}
+func toInt(v any) int { return plain.Int(v) }
 
 func (c *Cluster) object(kind, ns, name string) map[string]any {
 	for _, o := range c.objs {

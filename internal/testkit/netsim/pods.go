@@ -120,28 +120,14 @@ func (c *Cluster) runProxy(p *pod, ctr map[string]any) error {
 		}
 		file = strings.ReplaceAll(file, "reverse_proxy "+up, "reverse_proxy "+local)
 	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		sites := map[int]int{}
-		for _, port := range SitePorts(file) {
-			free, err := freePort()
-			if err != nil {
-				return err
-			}
-			sites[port] = free
-		}
-		if _, lastErr = startCaddy(c.t, file, sites, env); lastErr == nil {
-			for port, local := range sites {
-				p.public[port] = fmt.Sprintf("127.0.0.1:%d", local)
-				p.loopback[port] = p.public[port]
-			}
-			return nil
-		}
-		if !strings.Contains(lastErr.Error(), "address already in use") {
-			break
-		}
+	addrs, err := runOnFreePorts(c.t, file, env)
+	if err != nil {
+		return fmt.Errorf("proxy %v: %w", ctr["name"], err)
 	}
-	return fmt.Errorf("proxy %v: %w", ctr["name"], lastErr)
+	for port, addr := range addrs {
+		p.public[port], p.loopback[port] = addr, addr
+	}
+	return nil
 }
 
 // mountedConfig is the Caddyfile of the ConfigMap mounted where the
