@@ -49,7 +49,7 @@ func ollamaResources(models ...string) []string {
 	var out []string
 	for _, m := range models {
 		p := "serving-" + m
-		out = append(out, "kubernetes:core/v1:PersistentVolumeClaim::"+p+"-store", "kubernetes:core/v1:ConfigMap::"+p+"-proxy",
+		out = append(out, "kubernetes:core/v1:PersistentVolumeClaim::"+p+"-store", "kubernetes:batch/v1:Job::"+p+"-pull", "kubernetes:core/v1:ConfigMap::"+p+"-proxy",
 			chartType+"::"+p, "kubernetes:networking.k8s.io/v1:NetworkPolicy::"+p+"-netpol",
 			"kubernetes:networking.k8s.io/v1:NetworkPolicy::"+p+"-pull-netpol", "kubernetes:networking.k8s.io/v1:Ingress::"+p+"-ingress")
 	}
@@ -91,8 +91,16 @@ func servingResources(models, fromZero, public, batch []string, generatedKey, re
 	for _, m := range fromZero {
 		out = append(out, "kubernetes:http.keda.sh/v1beta1:InterceptorRoute::serving-"+m+"-route", "kubernetes:core/v1:Service::serving-"+m+"-wake")
 	}
+	if len(fromZero) > 0 { // the gateway that checks their keys
+		out = append(out, "kubernetes:core/v1:ConfigMap::serving-gateway-config", "kubernetes:apps/v1:Deployment::serving-gateway",
+			"kubernetes:networking.k8s.io/v1:NetworkPolicy::serving-gateway-netpol")
+		if !rendering { // the interceptor of the KEDA the program installs
+			out = append(out, "kubernetes:networking.k8s.io/v1:NetworkPolicy::serving-interceptor-netpol")
+		}
+	}
 	for _, m := range models {
-		out = append(out, "kubernetes:core/v1:PersistentVolumeClaim::serving-"+m+"-weights", "kubernetes:batch/v1:Job::serving-"+m+"-download",
+		out = append(out, "kubernetes:core/v1:ConfigMap::serving-"+m+"-proxy",
+			"kubernetes:core/v1:PersistentVolumeClaim::serving-"+m+"-weights", "kubernetes:batch/v1:Job::serving-"+m+"-download",
 			"kubernetes:keda.sh/v1alpha1:ScaledObject::serving-"+m+"-scaling",
 			"kubernetes:monitoring.coreos.com/v1:ServiceMonitor::serving-"+m+"-servicemonitor",
 			chartType+"::serving-"+m, "kubernetes:networking.k8s.io/v1:NetworkPolicy::serving-"+m+"-netpol")

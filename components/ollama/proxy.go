@@ -62,6 +62,10 @@ func onLoopback(o map[string]any) {
 	tmpl, _ := spec["template"].(map[string]any)
 	pod, _ := tmpl["spec"].(map[string]any)
 	containers, _ := pod["containers"].([]any)
+	if len(containers) == 0 {
+		// Ollama would listen on every interface: stop rather than run it
+		panic("Ollama's Deployment: its containers are not known; Ollama cannot be kept to loopback")
+	}
 	for _, c := range containers {
 		c, _ := c.(map[string]any)
 		if c == nil || c["name"] != "ollama" {

@@ -65,22 +65,31 @@ func behindProxy(o map[string]any, e Engine) {
 	case "Deployment":
 		pod := dig(o, "spec", "template", "spec")
 		if pod == nil {
-			return
+			// an engine the proxy would not guard: stop, rather than run it
+			panic(fmt.Sprintf("model %s: the engine Deployment's pod template is not known; its API-key proxy cannot be added", e.Name))
 		}
 		proxy := apiproxy.Container(ProxyContainer, e.ProxyImage, TmpPath,
 			[]apiproxy.Port{{Name: "api", Port: ProxyPort}, {Name: "metrics", Port: MetricsPort}},
 			[]apiproxy.Key{{Env: ProxyKeyEnv, Secret: e.APIKeySecret, Field: e.APIKeyField}}, true)
 		pod["initContainers"] = append(anyList(pod["initContainers"]), proxy)
 		pod["volumes"] = append(anyList(pod["volumes"]), apiproxy.Volumes(ProxyConfigMap(e.Name))...)
+		onLoopback := false
 		for _, c := range anyList(pod["containers"]) {
 			if c, _ := c.(map[string]any); c != nil && c["name"] == "vllm" {
-				c["command"] = withFlag(anyList(c["command"]), "--host", EngineHost)
+				cmd, ok := c["command"].([]any)
+				if !ok {
+					break
+				}
+				c["command"], onLoopback = withFlag(cmd, "--host", EngineHost), true
 			}
+		}
+		if !onLoopback {
+			panic(fmt.Sprintf("model %s: the engine's command is not known; vLLM cannot be kept to loopback", e.Name))
 		}
 	case "Service":
 		spec := dig(o, "spec")
 		if spec == nil {
-			return
+			panic(fmt.Sprintf("model %s: the engine Service's spec is not known; it cannot be sent to the proxy", e.Name))
 		}
 		spec["ports"] = []any{
 			map[string]any{"name": "service-port", "port": 80, "targetPort": ProxyPort, "protocol": "TCP"},

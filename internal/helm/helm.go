@@ -214,42 +214,52 @@ func (s Source) Release(name string, c Chart, values map[string]any) Release {
 // its null overrides, skip-await).
 func Install(ctx *pulumi.Context, resource string, r Release, namespace string, src Source, opts ...pulumi.ResourceOption) (*helmv4.Chart, error) {
 	if len(r.Patches) > 0 {
-		opts = append(opts, pulumi.Transforms([]pulumi.ResourceTransform{r.transform}))
+		// first: the other transforms may add outputs (a secret's hash)
+		opts = append([]pulumi.ResourceOption{pulumi.Transforms([]pulumi.ResourceTransform{r.transform})}, opts...)
 	}
 	return helmv4.NewChart(ctx, resource, r.Args(namespace, src.SkipAwait), opts...)
 }
 
 // transform applies the patches to one of the Chart's children, whose
-// inputs are what the chart rendered: plain, known values. A child that
-// is not (a patch that silently did not apply would leave, say, a model
-// server without its API-key proxy) stops the program.
+// inputs are what the chart rendered (a value that is not plain data is
+// carried through as it is); the Chart itself is left alone.
 func (r Release) transform(_ context.Context, a *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
 	group, kind, ok := childKind(a.Type)
 	if !ok {
 		return nil
 	}
-	v, ok := plain.FromInput(a.Props)
-	if !ok {
-		panic(fmt.Sprintf("helm release %s: %s %s has inputs that are not plain data; its patches cannot apply", r.Name, a.Type, a.Name))
-	}
-	obj := v.(map[string]any)
+	obj := plain.FromInput(a.Props).(map[string]any)
 	obj["apiVersion"], obj["kind"] = group, kind
-	before, _ := json.Marshal(obj)
+	before := fmt.Sprintf("%#v", obj)
 	for _, p := range r.Patches {
 		p(obj)
 	}
-	if after, _ := json.Marshal(obj); string(after) == string(before) {
+	if fmt.Sprintf("%#v", obj) == before {
 		return nil
 	}
-	return &pulumi.ResourceTransformResult{Props: plain.Map(obj), Opts: a.Opts}
+	delete(obj, "apiVersion")
+	delete(obj, "kind")
+	props := plain.Map(obj)
+	for _, k := range []string{"apiVersion", "kind"} {
+		if v, had := a.Props[k]; had {
+			props[k] = v
+		}
+	}
+	return &pulumi.ResourceTransformResult{Props: props, Opts: a.Opts}
 }
 
-// childKind is the apiVersion and kind of a Kubernetes resource type
-// token (kubernetes:apps/v1:Deployment, kubernetes:core/v1:Service).
+// childKind is the apiVersion and kind of a Kubernetes object's type
+// token (kubernetes:apps/v1:Deployment, kubernetes:core/v1:Service); not
+// of the provider's components (a Chart, a ConfigGroup, a Kustomization).
 func childKind(token string) (apiVersion, kind string, ok bool) {
 	parts := strings.Split(token, ":")
 	if len(parts) != 3 || parts[0] != "kubernetes" {
 		return "", "", false
+	}
+	for _, component := range []string{"helm.sh/", "yaml/", "kustomize/"} {
+		if strings.HasPrefix(parts[1], component) {
+			return "", "", false
+		}
 	}
 	return strings.TrimPrefix(parts[1], "core/"), parts[2], true
 }

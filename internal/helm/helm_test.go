@@ -1,6 +1,7 @@
 package helm
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -106,5 +107,40 @@ func TestNulls(t *testing.T) {
 	}
 	if (Release{Values: map[string]any{"a": map[string]any{"b": 1.0}}}).Args("ns", false).ValueYamlFiles != nil {
 		t.Error("a release without nil leaves sends a values file")
+	}
+}
+
+// The patches apply to a Chart's children as the engine hands them over
+// (a value that is no plain data, such as a secret another transform
+// added, carried through untouched), never to the Chart itself.
+func TestPatchTransform(t *testing.T) {
+	t.Parallel()
+	rel := Release{Name: "r", Patches: []Patch{func(o map[string]any) {
+		if o["kind"] == "Deployment" {
+			o["spec"].(map[string]any)["replicas"] = 3
+		}
+	}}}
+	if res := rel.transform(context.Background(), &pulumi.ResourceTransformArgs{Type: "kubernetes:helm.sh/v4:Chart",
+		Props: pulumi.Map{"values": pulumi.Map{"spec": pulumi.Map{}}}}); res != nil {
+		t.Errorf("the Chart itself was patched: %v", res.Props)
+	}
+	hash := pulumi.ToSecret(pulumi.String("h")).(pulumi.StringOutput)
+	props := pulumi.Map{"spec": pulumi.Map{"replicas": pulumi.Int(1), "template": pulumi.Map{"metadata": pulumi.Map{"annotations": pulumi.Map{"k": hash}}}}}
+	res := rel.transform(context.Background(), &pulumi.ResourceTransformArgs{Type: "kubernetes:apps/v1:Deployment", Props: props})
+	if res == nil {
+		t.Fatal("the Deployment was not patched")
+	}
+	spec := res.Props["spec"].(pulumi.Map)
+	if spec["replicas"] != pulumi.Int(3) {
+		t.Errorf("replicas %v, want the patch's 3", spec["replicas"])
+	}
+	if got := spec["template"].(pulumi.Map)["metadata"].(pulumi.Map)["annotations"].(pulumi.Map)["k"]; got != hash {
+		t.Errorf("the secret output was not carried through: %#v", got)
+	}
+	if _, added := res.Props["kind"]; added {
+		t.Error("the transform added a kind the engine did not give")
+	}
+	if rel.transform(context.Background(), &pulumi.ResourceTransformArgs{Type: "kubernetes:core/v1:Service", Props: pulumi.Map{"spec": pulumi.Map{}}}) != nil {
+		t.Error("a Service the patch leaves alone came back changed")
 	}
 }

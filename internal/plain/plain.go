@@ -28,6 +28,8 @@ func Input(v any) pulumi.Input {
 			a[i] = Input(e)
 		}
 		return a
+	case Opaque:
+		return x.Input
 	case string:
 		return pulumi.String(x)
 	case bool:
@@ -65,9 +67,14 @@ func SortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// FromInput is the plain data an input holds when every value in it is
-// known and not secret (what a chart renders); ok is false otherwise.
-func FromInput(v pulumi.Input) (out any, ok bool) {
+// Opaque is an input that is not plain data (an output: a secret, a
+// value not yet known), carried through plain data as it is: Input gives
+// it back.
+type Opaque struct{ pulumi.Input }
+
+// FromInput is the plain data an input holds, with any value that is not
+// plain (an output) kept as an Opaque leaf.
+func FromInput(v pulumi.Input) any {
 	switch x := v.(type) {
 	case pulumi.Map:
 		return fromMap(x)
@@ -76,43 +83,33 @@ func FromInput(v pulumi.Input) (out any, ok bool) {
 	case pulumi.Array:
 		a := make([]any, len(x))
 		for i, e := range x {
-			if a[i], ok = FromInput(e); !ok {
-				return nil, false
-			}
+			a[i] = FromInput(e)
 		}
-		return a, true
+		return a
 	case pulumi.StringArray:
 		a := make([]any, len(x))
 		for i, e := range x {
-			s, isString := e.(pulumi.String)
-			if !isString {
-				return nil, false
-			}
-			a[i] = string(s)
+			a[i] = FromInput(e)
 		}
-		return a, true
+		return a
 	case pulumi.String:
-		return string(x), true
+		return string(x)
 	case pulumi.Bool:
-		return bool(x), true
+		return bool(x)
 	case pulumi.Int:
-		return int(x), true
+		return int(x)
 	case pulumi.Float64:
-		return float64(x), true
+		return float64(x)
 	case nil:
-		return nil, true
+		return nil
 	}
-	return nil, false
+	return Opaque{v}
 }
 
-func fromMap[V pulumi.Input](m map[string]V) (any, bool) {
+func fromMap[V pulumi.Input](m map[string]V) map[string]any {
 	out := map[string]any{}
 	for k, e := range m {
-		v, ok := FromInput(e)
-		if !ok {
-			return nil, false
-		}
-		out[k] = v
+		out[k] = FromInput(e)
 	}
-	return out, true
+	return out
 }
