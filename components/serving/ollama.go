@@ -73,11 +73,18 @@ func (m ModelSpec) validateOllama(p *field.Path) field.ErrorList {
 		{"kvCacheDtype", m.KVCacheDtype != "", m.KVCacheDtype},
 		{"tensorParallel", m.TensorParallel > 1, m.TensorParallel}, {"gpuMemoryUtilization", m.GPUMemoryUtilization != 0, m.GPUMemoryUtilization},
 		{"queueDepthTarget", m.QueueDepthTarget != 0, m.QueueDepthTarget},
-		{"checksums", m.Checksums != nil, m.Checksums}, {"trustRemoteCode", m.TrustRemoteCode, m.TrustRemoteCode},
 	}
 	for _, k := range vllmOnly {
 		if k.set {
 			errs = append(errs, fielderr.Forbidden(p.Child(k.key), k.v, "is vLLM's; runtime ollama takes the quantization from the source's tag (such as llama3.1:8b-instruct-q8_0) and runs on one GPU resource"))
+		}
+	}
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"checksums", m.Checksums != nil}, {"trustRemoteCode", m.TrustRemoteCode}} {
+		if k.set {
+			errs = append(errs, fielderr.Forbidden(p.Child(k.key), "(set)", "is for vLLM's weights store; runtime ollama pulls from the Ollama registry, which names every file by its digest"))
 		}
 	}
 	if m.MinReplicas != nil && *m.MinReplicas != 1 {

@@ -38,6 +38,8 @@ var vllmServeFlags = map[string]vllmFlag{
 	"--enable-prefix-caching":  {kind: "bool"},
 	"--enable-chunked-prefill": {kind: "bool"},
 	"--enable-lora":            {kind: "bool"},
+	// ModelConfig.trust_remote_code
+	"--trust-remote-code": {kind: "bool"},
 	// CacheDType, vllm/config/cache.py
 	"--kv-cache-dtype": {kind: "choice", choices: []string{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"}},
 	// QuantizationMethods, vllm/model_executor/layers/quantization/__init__.py
@@ -142,8 +144,11 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 			cases[len(cases)-1].want.kvCache = kv
 		}
 	}
+	add("auto", "", h100, "0.9") // a model that trusts its (pinned) code
+	cases[len(cases)-1].m.TrustRemoteCode = true
+	cases[len(cases)-1].m.Checksums = &serving.Checksums{SHA256: strings.Repeat("ab", 32)}
 	for _, tc := range cases {
-		t.Run(tc.want.dtype+"/"+tc.want.quantization+"/"+tc.m.KVCacheDtype+"/"+tc.pool.Name, func(t *testing.T) {
+		t.Run(tc.want.dtype+"/"+tc.want.quantization+"/"+tc.m.KVCacheDtype+"/"+tc.pool.Name+fmt.Sprint("/trust=", tc.m.TrustRemoteCode), func(t *testing.T) {
 			t.Parallel()
 			if errs := tc.m.Validate(nil, serving.S3); len(errs) != 0 {
 				t.Fatalf("the config contract refuses %+v: %v", tc.m, errs)
@@ -162,7 +167,7 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 			}
 			got, err := parseVLLMServe(cmd)
 			if err != nil {
-				t.Fatalf("vLLM v0.11.0 refuses %v: %v", cmd, err)
+				t.Fatalf("vLLM refuses %v: %v", cmd, err)
 			}
 			if got["--dtype"] != tc.want.dtype || got["--quantization"] != tc.want.quantization || got["--gpu-memory-utilization"] != tc.want.util ||
 				got["--kv-cache-dtype"] != tc.want.kvCache {
@@ -170,6 +175,12 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 			}
 			if got["--enable-prefix-caching"] == "false" {
 				t.Errorf("%v switches prefix caching off, a vLLM default", cmd)
+			}
+			if (got["--trust-remote-code"] == "true") != tc.m.TrustRemoteCode {
+				t.Errorf("--trust-remote-code %q for trustRemoteCode %v", got["--trust-remote-code"], tc.m.TrustRemoteCode)
+			}
+			if got["--host"] != serving.EngineHost || got["--port"] != fmt.Sprint(serving.EnginePort) {
+				t.Errorf("vLLM listens on %s:%s, want loopback %s:%d behind the proxy", got["--host"], got["--port"], serving.EngineHost, serving.EnginePort)
 			}
 		})
 	}

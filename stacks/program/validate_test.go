@@ -157,6 +157,24 @@ func TestValidationRules(t *testing.T) {
 		{"tensorParallel not dividing the node", stacktest.ServingNatron, func(c map[string]any) { stacktest.Model(c)["tensorParallel"] = 3 }, `gpu-node-pools:models[0].tensorParallel: must divide the 8 GPUs of one infer node ([1 2 4 8])`},
 		{"replicas beyond the pool", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["maxReplicas"] = 5 }, `gpu-node-pools:models[0].maxReplicas: 5 replicas × tensorParallel 1 = 5 GPUs, pool a100 has at most 4 nodes × 1 GPUs = 4; lower maxReplicas to 4 or raise the pool's maxNodes, got 5`},
 		{"model on an unknown pool", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["pool"] = "gpu" }, `gpu-node-pools:models[0].pool: must name one of the pools (a100, h100spot), got "gpu"`},
+		// the weights and who reaches a model
+		{"checksum not a SHA-256", stacktest.ServingNatron, func(c map[string]any) { stacktest.Model(c)["checksums"] = map[string]any{"sha256": "abc"} },
+			`gpu-node-pools:models[0].checksums.sha256: must be the manifest's SHA-256, 64 lowercase hex digits (sha256sum SHA256SUMS), got "abc"`},
+		{"manifest outside the weights", stacktest.ServingNatron, func(c map[string]any) {
+			stacktest.Model(c)["checksums"] = map[string]any{"sha256": strings.Repeat("0", 64), "manifest": "../SHA256SUMS"}
+		}, `gpu-node-pools:models[0].checksums.manifest: must be a file name beside the weights, such as SHA256SUMS, got "../SHA256SUMS"`},
+		{"remote code unpinned", stacktest.ServingNatron, func(c map[string]any) { stacktest.Model(c)["trustRemoteCode"] = true },
+			`gpu-node-pools:models[0].checksums: required with trustRemoteCode`},
+		{"ollama with checksums", stacktest.ServingNatron, func(c map[string]any) {
+			c["models"] = append(c["models"].([]any), map[string]any{"name": "tiny", "runtime": "ollama", "source": "llama3.2:3b", "checksums": map[string]any{"sha256": strings.Repeat("0", 64)}})
+		}, `gpu-node-pools:models[1].checksums: is for vLLM's weights store`},
+		{"gitops over plain http", stacktest.ServingNatron, func(c map[string]any) {
+			c["renderDir"] = "rendered"
+			c["gitops"] = map[string]any{"repoURL": "http://github.com/acme/platform.git", "path": "clusters/acme"}
+		}, `gpu-node-pools:gitops.repoURL: must be https://<host>/<owner>/<repo> or ssh://git@<host>/<owner>/<repo>`},
+		{"operator owner of a core kind", stacktest.AKS, func(c map[string]any) {
+			c["policies"] = map[string]any{"allowedRegistries": map[string]any{"operatorOwners": []any{"apps/DaemonSet"}}}
+		}, `gpu-node-pools:policies.allowedRegistries.operatorOwners[0]: must be an API group and a kind`},
 		{"model name too long", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["name"] = "a-very-long-model-name-x" }, `gpu-node-pools:models[0].name: must be a DNS label of at most 21 characters`},
 		{"model dtype unknown", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["dtype"] = "fp4" }, `gpu-node-pools:models[0].dtype: must be one of auto, half, float16, bfloat16, float, float32, got "fp4"`},
 		{"quantization as a dtype", stacktest.ServingAKS, func(c map[string]any) { stacktest.Model(c)["dtype"] = "fp8" },
