@@ -19,6 +19,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/components/vectordb"
+	"github.com/natron/gpu-node-pools/internal/images"
 	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
@@ -171,7 +172,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		block := cfg.Cluster.(*natron.Cluster)
 		block.Kubeconfig, block.ManagementKubeconfig = kc, kc
 		cfg.Storage.AccessKey, cfg.Storage.SecretKey = secret.Secret(marker+"-access"), secret.Secret(marker+"-secret")
-		cfg.Serving.APIKey = secret.Secret(marker + "-apikey")
+		cfg.Serving.APIKey = secret.Secret(marker + "-api-key-of-the-dev-stack")
 		backupStore := *cfg.Backup.Location
 		backupStore.AccessKey, backupStore.SecretKey = secret.Secret(marker+"-backup-access"), secret.Secret(marker+"-backup-secret")
 		cfg.Backup.Location = &backupStore
@@ -266,7 +267,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		cfg.Platform.ChartDir = filepath.Join(pulumitest.SharedDir(t), "charts")
 		cfg.Platform.SkipAwait = true
 		// The random provider cannot be built here: bring the key.
-		cfg.Serving.APIKey = secret.Secret(marker + "-prod-apikey")
+		cfg.Serving.APIKey = secret.Secret(marker + "-api-key-of-the-prod-stack")
 		s, err := automation.OpenWorkloadStack(ctx, "acme-prod-k8s", cfg, kc, e)
 		upHidingSecrets(ctx, t, s, err, marker)
 		expectObjects(t, srv, map[string][]string{
@@ -275,9 +276,10 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			"deployments.apps":            {"-n", "models"},
 			"ingresses.networking.k8s.io": {"-n", "models"},
 			"cronjobs.batch":              {"-n", "batch"},
-			// default deny, DNS, the ACME solver, the downloads, a model each
+			// default deny, DNS, the ACME solver, the downloads, the
+			// model gateway, a model each
 			"networkpolicies.networking.k8s.io": {"-n", "models"},
-		}, map[string]int{"clusterpolicies.kyverno.io": 5, "networkpolicies.networking.k8s.io": 6})
+		}, map[string]int{"clusterpolicies.kyverno.io": 5, "networkpolicies.networking.k8s.io": 7})
 		preview, err := s.Preview(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -301,7 +303,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		srv.Kubectl(t, "create", "namespace", "flux-system")
 		cfg := devConfig(t, t.TempDir())
 		cfg.Platform.SkipAwait = true
-		cfg.Serving.APIKey = secret.Secret(marker + "-gitops-apikey")
+		cfg.Serving.APIKey = secret.Secret(marker + "-api-key-of-the-gitops-stack")
 		// Velero installed by the program, in its own namespace: the
 		// chart's CRDs are the ones applied above (same spec)
 		cfg.Backup.Install, cfg.Backup.Namespace = true, "velero-gpu"
@@ -427,7 +429,7 @@ func checkVectorDB(t *testing.T, srv *kubeapi.Server, marker string) {
 	t.Helper()
 	got := srv.Kubectl(t, "get", "clusters.postgresql.cnpg.io", "rag", "-n", "vector-dbs", "-o",
 		"jsonpath={.spec.imageName} {.spec.bootstrap.initdb.postInitApplicationSQL[0]} {.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator} {.spec.backup.barmanObjectStore.destinationPath}")
-	if got != vectordb.PostgresImage+" CREATE EXTENSION IF NOT EXISTS vector NotIn s3://acme-vector-backups/rag" {
+	if got != images.Pin(vectordb.PostgresImage, nil)+" CREATE EXTENSION IF NOT EXISTS vector NotIn s3://acme-vector-backups/rag" {
 		t.Errorf("pgvector Cluster: %s", got)
 	}
 	for _, ns := range []string{"vector-dbs", "rag-app", "models"} {

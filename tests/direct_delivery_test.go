@@ -35,7 +35,7 @@ func directConfig(t *testing.T, stack string, kc secret.Secret, changes ...func(
 	// rules as a GitOps delivery.
 	cfg.Platform.SkipAwait = true
 	if cfg.Serving.APIKey == "" { // the random provider cannot be built here
-		cfg.Serving.APIKey = secret.Secret("sim-api-key")
+		cfg.Serving.APIKey = secret.Secret("sim-api-key-of-the-simulated-cluster")
 	}
 	for _, change := range changes {
 		change(cfg)

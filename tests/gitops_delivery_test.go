@@ -59,7 +59,7 @@ func renderStack(t *testing.T, cfg *config.Config, stack, tool, dir string, chan
 	g.ExternalSecrets = &gitops.ExternalSecrets{Store: "platform-vault"}
 	cfg.GitOps = g
 	if cfg.Serving.APIKey == "" { // the random provider cannot be built here
-		cfg.Serving.APIKey = secret.Secret("sim-api-key")
+		cfg.Serving.APIKey = secret.Secret("sim-api-key-of-the-simulated-cluster")
 	}
 	for _, change := range changes {
 		change(cfg)

@@ -253,11 +253,13 @@ func checkInvariants(t *testing.T, dir string, p *plan.Stack) {
 // download federated, as before CloudNativePG's and Velero's service
 // accounts were, the prod render's pgvector and Velero pods are named.
 func TestInvariantsSeeAMissingCredential(t *testing.T) {
-	// prod with a pgvector database backed up to the weights account and
-	// Velero signing in with workload identity
+	// prod with a pgvector database backed up to the weights account (as
+	// an identity of its own, which may write) and Velero signing in with
+	// workload identity
 	dir, p := renderFor(t, "prod", gitops.Flux, "", func(cfg *config.Config) {
 		cfg.VectorDBs = stacktest.Config(t, "dev").VectorDBs
 		cfg.VectorDBs[0].Backup = "https://acmemodels.blob.core.windows.net/vector-backups/rag"
+		cfg.Storage.BackupClientID, cfg.Storage.BackupIdentityName = "0c9d8e7f-6a5b-4c3d-8e2f-1a0b9c8d7e6f", "acme-vector-backups"
 		cfg.Backup.Install = true
 		cfg.Policies.AllowedRegistries.Registries = append(cfg.Policies.AllowedRegistries.Registries, "docker.io/velero")
 		l := *cfg.Backup.Location

@@ -25,8 +25,8 @@ func TestMain(m *testing.M) { netsim.Main(m) }
 // Keys of the reach test: the stack's shared key, and the scaled-to-zero
 // model's own.
 const (
-	sharedKey = "shared-key-0123456789abcdef"
-	ownKey    = "sleepy-own-key-fedcba9876543210"
+	sharedKey = "shared-key-0123456789abcdef0123456789"
+	ownKey    = "sleepy-own-key-fedcba9876543210fedcba"
 )
 
 // reachStack is a serving plan with every way in: a model that always

@@ -16,20 +16,22 @@ import (
 const KeyHashAnnotation = "gpu-node-pools/api-key-sha256"
 
 // KeyHash is the SHA-256 of keys, domain-separated, in hex: the keys
-// themselves never leave their Secret, and the hash stays a Pulumi
-// secret wherever a key is one.
+// themselves never leave their Secret. The hash is not a secret (keys are
+// random and at least MinKeyLength long), so that a render's files and a
+// preview's diff show it without a secret in plain text.
 func KeyHash(keys ...pulumi.StringOutput) pulumi.StringOutput {
 	in := make([]any, len(keys))
 	for i, k := range keys {
 		in[i] = k
 	}
-	return pulumi.All(in...).ApplyT(func(v []any) string {
+	hash := pulumi.All(in...).ApplyT(func(v []any) string {
 		var parts []string
 		for _, k := range v {
 			parts = append(parts, k.(string))
 		}
 		return HashKeys(parts...)
-	}).(pulumi.StringOutput)
+	})
+	return pulumi.Unsecret(hash).(pulumi.StringOutput)
 }
 
 // HashKeys is KeyHash on plain keys.

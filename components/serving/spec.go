@@ -93,8 +93,9 @@ type ModelSpec struct {
 	// any unless this is set, and needs checksums with it.
 	// Default: false.
 	TrustRemoteCode bool `json:"trustRemoteCode,omitempty"`
-	// APIKey is this model's own API key, a secret: its clients hold a
-	// key no other model accepts. A changed key rolls the model's pods.
+	// APIKey is this model's own API key, a secret of at least 32 random
+	// characters: its clients hold a key no other model accepts. A changed
+	// key rolls the model's pods.
 	// Default: serving.apiKey.
 	APIKey secret.Secret `json:"apiKey,omitempty"`
 }
@@ -319,7 +320,8 @@ type Options struct {
 		HTTPAddOn helm.Chart `json:"httpAddOn,omitempty"`
 		Ollama    helm.Chart `json:"ollama,omitempty"`
 	} `json:"charts,omitempty"`
-	// APIKey is the models' API key, a secret.
+	// APIKey is the models' API key, a secret of at least 32 random
+	// characters (openssl rand -hex 24).
 	// Default: generated (needs the random plugin).
 	APIKey secret.Secret `json:"apiKey,omitempty"`
 }

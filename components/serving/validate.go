@@ -16,6 +16,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/fielderr"
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/models"
+	"github.com/natron/gpu-node-pools/internal/secret"
 )
 
 // Name limits: the chart names a model's Service vllm-<m>-<m>-engine-service
@@ -107,7 +108,22 @@ func (o Options) Validate(p *field.Path) field.ErrorList {
 			errs = append(errs, fielderr.Invalid(p.Child("clientNamespaces").Index(i), c, "must be a namespace name (a DNS label)"))
 		}
 	}
-	return errs
+	return append(errs, validKey(p.Child("apiKey"), o.APIKey)...)
+}
+
+// MinKeyLength is the shortest API key taken. The pod template of each
+// proxy carries a hash of its keys in the clear (a changed key rolls the
+// pods, and a render puts it in the GitOps repository): a key this long
+// and random cannot be found from its hash.
+const MinKeyLength = 32
+
+// validKey checks a configured API key without showing it.
+func validKey(p *field.Path, key secret.Secret) field.ErrorList {
+	if key != "" && len(key) < MinKeyLength {
+		return field.ErrorList{fielderr.Invalid(p, "(secret)",
+			"must be at least %d characters, random (openssl rand -hex 24): its hash is in the pods' template in the clear", MinKeyLength)}
+	}
+	return nil
 }
 
 // SizeFields are the keys the fit check reads: it runs only when none of
@@ -123,6 +139,7 @@ func (m ModelSpec) Validate(p *field.Path, storageKind string) field.ErrorList {
 	if !fielderr.DNSLabel(m.Name) || len(m.Name) > MaxModelName {
 		errs = append(errs, fielderr.Invalid(p.Child("name"), m.Name, "must be a DNS label of at most %d characters", MaxModelName))
 	}
+	errs = append(errs, validKey(p.Child("apiKey"), m.APIKey)...)
 	switch m.Runtime {
 	case "", VLLM:
 	case Ollama:

@@ -23,7 +23,7 @@ import (
 func TestConfigMapRoundTrip(t *testing.T) {
 	t.Parallel()
 	c := stacktest.ServingNatron() // every block set
-	c["serving"] = map[string]any{"apiKey": "k", "bandwidthMBps": 400}
+	c["serving"] = map[string]any{"apiKey": "k-0123456789abcdef0123456789abcdef", "bandwidthMBps": 400}
 	c["platform"] = map[string]any{"chartDir": "/", "alerts": map[string]any{"idleFor": "1h"}}
 	c["renderDir"] = "out"
 	c["protect"] = true

@@ -163,6 +163,10 @@ func TestValidationRules(t *testing.T) {
 		{"manifest outside the weights", stacktest.ServingNatron, func(c map[string]any) {
 			stacktest.Model(c)["checksums"] = map[string]any{"sha256": strings.Repeat("0", 64), "manifest": "../SHA256SUMS"}
 		}, `gpu-node-pools:models[0].checksums.manifest: must be a file name beside the weights, such as SHA256SUMS, got "../SHA256SUMS"`},
+		{"a short shared key", stacktest.ServingNatron, func(c map[string]any) { c["serving"] = map[string]any{"apiKey": "hunter2"} },
+			`gpu-node-pools:serving.apiKey: must be at least 32 characters, random (openssl rand -hex 24): its hash is in the pods' template in the clear, got "(secret)"`},
+		{"a short model key", stacktest.ServingNatron, func(c map[string]any) { stacktest.Model(c)["apiKey"] = "hunter2" },
+			`gpu-node-pools:models[0].apiKey: must be at least 32 characters`},
 		{"remote code unpinned", stacktest.ServingNatron, func(c map[string]any) { stacktest.Model(c)["trustRemoteCode"] = true },
 			`gpu-node-pools:models[0].checksums: required with trustRemoteCode`},
 		{"ollama with checksums", stacktest.ServingNatron, func(c map[string]any) {

@@ -63,7 +63,7 @@ var profiles = []string{"h100-80gb-x8", "a100-80gb-x8", "a100-80gb-x4"}
 // the first, then 1-3 in turn) and its secrets under its own passphrase.
 func StackFile(t testing.TB, stack string, i int) string {
 	t.Helper()
-	salt, sec := Secrets(t, Passphrase(stack), "api-key-"+stack, "ak-"+stack, "sk-"+stack)
+	salt, sec := Secrets(t, Passphrase(stack), "api-key-of-the-fleet-stack-"+stack, "ak-"+stack, "sk-"+stack)
 	var b strings.Builder
 	fmt.Fprintf(&b, `config:
   gpu-node-pools:target: natron
