@@ -124,7 +124,12 @@ func (r *registrar) registerScaling(m Engine, chart pulumi.Resource) error {
 		r.after(append([]pulumi.Resource{r.namespaces[podsecurity.Serving]}, r.keda...)...)); err != nil {
 		return err
 	}
-	if _, err := corev1.NewService(r.ctx, r.name+"-"+m.Name+"-wake", plain.ServiceArgs(WakeService(r.ns, m)), r.inNS...); err != nil {
+	wake := WakeService(r.ns, m)
+	if r.plan.Source.SkipAwait {
+		// Pulumi would wait for the gateway's pods as the Service's endpoints
+		wake["metadata"].(map[string]any)["annotations"] = map[string]any{"pulumi.com/skipAwait": "true"}
+	}
+	if _, err := corev1.NewService(r.ctx, r.name+"-"+m.Name+"-wake", plain.ServiceArgs(wake), r.inNS...); err != nil {
 		return fmt.Errorf("wake service %s: %w", m.Name, err)
 	}
 	return nil

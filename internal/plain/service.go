@@ -9,9 +9,9 @@ import (
 )
 
 // ServiceArgs are a Service built as plain data (metadata name,
-// namespace, labels; spec type, selector, externalName, ports) as the
-// typed inputs the core group needs (Object refuses it): one mapping
-// function then feeds both the program and the tests.
+// namespace, labels, annotations; spec type, selector, externalName,
+// ports) as the typed inputs the core group needs (Object refuses it):
+// one mapping function then feeds both the program and the tests.
 func ServiceArgs(obj map[string]any) *corev1.ServiceArgs {
 	str := func(v any) pulumi.StringPtrInput {
 		if s, ok := v.(string); ok && s != "" {
@@ -22,7 +22,7 @@ func ServiceArgs(obj map[string]any) *corev1.ServiceArgs {
 	meta, _ := obj["metadata"].(map[string]any)
 	spec, _ := obj["spec"].(map[string]any)
 	args := &corev1.ServiceArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: str(meta["name"]), Namespace: str(meta["namespace"]), Labels: stringMap(meta["labels"])},
+		Metadata: &metav1.ObjectMetaArgs{Name: str(meta["name"]), Namespace: str(meta["namespace"]), Labels: stringMap(meta["labels"]), Annotations: stringMap(meta["annotations"])},
 		Spec:     &corev1.ServiceSpecArgs{Type: str(spec["type"]), ExternalName: str(spec["externalName"]), Selector: stringMap(spec["selector"])},
 	}
 	ports, _ := spec["ports"].([]any)
