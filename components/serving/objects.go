@@ -407,7 +407,7 @@ func modelClaim(name, ns, accessMode, storageClass string, gi int) *corev1.Persi
 	return &corev1.PersistentVolumeClaimArgs{
 		Metadata: &metav1.ObjectMetaArgs{
 			Name: pulumi.String(name), Namespace: pulumi.String(ns),
-			Annotations: pulumi.StringMap{"pulumi.com/skipAwait": pulumi.String("true")},
+			Annotations: pulumi.StringMap{kube.SkipAwaitAnnotation: pulumi.String("true")},
 			Labels:      pulumi.StringMap{kube.BackupExcludeLabel: pulumi.String("true")},
 		},
 		Spec: &corev1.PersistentVolumeClaimSpecArgs{

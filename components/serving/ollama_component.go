@@ -10,6 +10,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
@@ -57,10 +58,7 @@ func (ms *ModelServing) serveOllama(r *registrar, srv ollama.Server) (ModelEndpo
 		ep.Pool = srv.Pool.Name
 	}
 	if srv.Hostname != "" {
-		ing := OllamaIngress(ns, srv, o)
-		if plan.Source.SkipAwait {
-			ing["metadata"].(map[string]any)["annotations"].(map[string]any)["pulumi.com/skipAwait"] = "true"
-		}
+		ing := kube.Unawaited(OllamaIngress(ns, srv, o), plan.Source.SkipAwait)
 		if _, err := plain.Object(ctx, prefix+"-ingress", ing, inNS...); err != nil {
 			return ModelEndpoint{}, fmt.Errorf("ingress: %w", err)
 		}

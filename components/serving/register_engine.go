@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/plain"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
 )
@@ -96,10 +97,7 @@ func (r *registrar) registerGateway() error {
 	dep := GatewayDeployment(r.ns, waking, r.plan.Options.ProxyImage)
 	tmpl := dep["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
 	tmpl["annotations"] = map[string]any{KeyHashAnnotation: KeyHash(keys...)}
-	if r.plan.Source.SkipAwait {
-		dep["metadata"].(map[string]any)["annotations"] = map[string]any{"pulumi.com/skipAwait": "true"}
-	}
-	if err := r.object("-gateway", "gateway", dep, r.after(r.namespaces[podsecurity.Serving], cm)); err != nil {
+	if err := r.object("-gateway", "gateway", kube.Unawaited(dep, r.plan.Source.SkipAwait), r.after(r.namespaces[podsecurity.Serving], cm)); err != nil {
 		return err
 	}
 	if err := r.object("-gateway-netpol", "gateway network policy", GatewayNetworkPolicy(r.ns, r.plan.Options), r.inNS); err != nil {
@@ -124,11 +122,8 @@ func (r *registrar) registerScaling(m Engine, chart pulumi.Resource) error {
 		r.after(append([]pulumi.Resource{r.namespaces[podsecurity.Serving]}, r.keda...)...)); err != nil {
 		return err
 	}
-	wake := WakeService(r.ns, m)
-	if r.plan.Source.SkipAwait {
-		// Pulumi would wait for the gateway's pods as the Service's endpoints
-		wake["metadata"].(map[string]any)["annotations"] = map[string]any{"pulumi.com/skipAwait": "true"}
-	}
+	// Pulumi would wait for the gateway's pods as the Service's endpoints
+	wake := kube.Unawaited(WakeService(r.ns, m), r.plan.Source.SkipAwait)
 	if _, err := corev1.NewService(r.ctx, r.name+"-"+m.Name+"-wake", plain.ServiceArgs(wake), r.inNS...); err != nil {
 		return fmt.Errorf("wake service %s: %w", m.Name, err)
 	}
@@ -149,11 +144,8 @@ func (r *registrar) registerExposure(m Engine) (ModelEndpoint, error) {
 	if m.Hostname == "" {
 		return ep, nil
 	}
-	ing := Ingress(r.ns, m, o)
-	if r.plan.Source.SkipAwait {
-		// the address comes from the ingress controller, later
-		ing["metadata"].(map[string]any)["annotations"].(map[string]any)["pulumi.com/skipAwait"] = "true"
-	}
+	// the address comes from the ingress controller, later
+	ing := kube.Unawaited(Ingress(r.ns, m, o), r.plan.Source.SkipAwait)
 	if err := r.object("-"+m.Name+"-ingress", "ingress "+m.Name, ing, r.inNS); err != nil {
 		return ModelEndpoint{}, err
 	}

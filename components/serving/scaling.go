@@ -10,6 +10,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/internal/fit"
 	"github.com/natron/gpu-node-pools/internal/helm"
+	"github.com/natron/gpu-node-pools/internal/kube"
 )
 
 // The KEDA HTTP add-on (chart keda-add-ons-http, installed with KEDA in its
@@ -202,7 +203,7 @@ func ColdStartSeconds(e Engine) int {
 // waiting for a replica would start a GPU node only to satisfy the wait.
 func AwaitAnnotations(e Engine) map[string]any {
 	if e.ScalesFromZero() {
-		return map[string]any{"pulumi.com/skipAwait": "true"}
+		return map[string]any{kube.SkipAwaitAnnotation: "true"}
 	}
 	return map[string]any{"pulumi.com/timeoutSeconds": fmt.Sprint(ColdStartSeconds(e))}
 }

@@ -18,6 +18,27 @@ const ManagedBy = Project
 // components set it on what holds only caches, and Velero skips it.
 const BackupExcludeLabel = "velero.io/exclude-from-backup"
 
+// SkipAwaitAnnotation tells pulumi-kubernetes not to wait for an object
+// to become ready (provider/pkg/await, skipAwaitAnnotation).
+const SkipAwaitAnnotation = "pulumi.com/skipAwait"
+
+// Unawaited is obj, with SkipAwaitAnnotation merged into its annotations
+// when skip is set (platform.skipAwait: a cluster whose pods may never
+// run, or an address that comes later).
+func Unawaited(obj map[string]any, skip bool) map[string]any {
+	if !skip {
+		return obj
+	}
+	meta := obj["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	if ann == nil {
+		ann = map[string]any{}
+		meta["annotations"] = ann
+	}
+	ann[SkipAwaitAnnotation] = "true"
+	return obj
+}
+
 // AnyMap is a string map as the plain data objects are built from.
 func AnyMap(m map[string]string) map[string]any {
 	out := make(map[string]any, len(m))
@@ -40,7 +61,7 @@ func FillJob(name, ns string, labels, podLabels, pod map[string]any) map[string]
 		"metadata": map[string]any{
 			"name": name, "namespace": ns, "labels": labels,
 			"annotations": map[string]any{
-				"pulumi.com/skipAwait":              "true",
+				SkipAwaitAnnotation:                 "true",
 				"argocd.argoproj.io/sync-options":   "Replace=true",
 				"kustomize.toolkit.fluxcd.io/force": "enabled",
 			},

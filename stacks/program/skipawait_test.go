@@ -3,6 +3,7 @@ package program
 import (
 	"testing"
 
+	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 	"github.com/natron/gpu-node-pools/internal/testkit/stacktest"
 	"github.com/natron/gpu-node-pools/stacks/config"
@@ -34,7 +35,7 @@ func TestSkipAwaitReachesEveryAwaitedObject(t *testing.T) {
 			continue
 		}
 		checked[r.Type]++
-		if got := at(r.Inputs, "metadata", "annotations", "pulumi.com/skipAwait"); !got.IsString() || got.StringValue() != "true" {
+		if got := at(r.Inputs, "metadata", "annotations", kube.SkipAwaitAnnotation); !got.IsString() || got.StringValue() != "true" {
 			t.Errorf("%s %s waits for its pods: annotations %v", r.Type, r.Name, at(r.Inputs, "metadata", "annotations"))
 		}
 	}
