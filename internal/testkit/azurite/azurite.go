@@ -7,7 +7,6 @@ package azurite
 import (
 	"context"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +16,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
-	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
+	"github.com/natron/gpu-node-pools/internal/testkit/proc"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
@@ -65,11 +64,13 @@ func Start(t testing.TB, container string) *Server {
 		t.Fatalf("Azurite needs Node.js on PATH: %v", err)
 	}
 	dir := t.TempDir()
-	port := kubeapi.FreePort(t)
-	kubeapi.StartProcess(t, dir, "azurite", node, nil, main,
-		"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
-		"--location", filepath.Join(dir, "data"), "--silent", "--skipApiVersionCheck", "--disableTelemetry")
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	_, ports := proc.Serve(t, proc.Server{Dir: dir, Name: "azurite", Bin: node, Ports: 1,
+		Args: func(ports []int) []string {
+			return []string{main, "--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(ports[0]),
+				"--location", filepath.Join(dir, "data"), "--silent", "--skipApiVersionCheck", "--disableTelemetry"}
+		},
+		Ready: proc.Listening, Timeout: 30 * time.Second})
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	s := &Server{Endpoint: "http://" + addr + "/" + Account, Container: container, dir: dir,
 		Env: map[string]string{
 			"AZURE_STORAGE_ACCOUNT":  Account,
@@ -77,7 +78,6 @@ func Start(t testing.TB, container string) *Server {
 			"AZURE_STORAGE_DOMAIN":   addr,
 			"AZURE_STORAGE_PROTOCOL": "http",
 		}}
-	waitListening(t, addr, s)
 	cred, err := azblob.NewSharedKeyCredential(Account, Key)
 	if err != nil {
 		t.Fatal(err)
@@ -89,19 +89,6 @@ func Start(t testing.TB, container string) *Server {
 		t.Fatalf("create container %s: %v\n%s", container, err, s.Log())
 	}
 	return s
-}
-
-func waitListening(t testing.TB, addr string, s *Server) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("Azurite did not listen on %s in 30 s:\n%s", addr, s.Log())
 }
 
 // Log is the end of Azurite's output.

@@ -9,17 +9,16 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/natron/gpu-node-pools/internal/testkit/proc"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
 )
 
@@ -54,6 +53,8 @@ type Server struct {
 	dir        string
 	kubectl    string
 	gate       *inputsGate
+	pki        *pki
+	procs      []*proc.Process
 }
 
 // KubeconfigYAML is the admin kubeconfig's content.
@@ -69,15 +70,29 @@ func (s *Server) KubeconfigYAML(t testing.TB) string {
 // Start starts etcd and kube-apiserver on free loopback ports and stops
 // both, by their pids, when the test ends. Without the binaries it skips,
 // saying how to get them (in CI it fails).
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	return startServer(t, apiControllers)
+	return startServer(t, apiControllers, newOptions(opts).seed)
 }
 
 // Option changes what a simulated cluster does.
 type Option func(*options)
 
-type options struct{ inputs bool }
+type options struct {
+	inputs bool
+	seed   *Seed
+}
+
+func newOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// WithSeed starts the server from the seed's state (see Seed).
+func WithSeed(s *Seed) Option { return func(o *options) { o.seed = s } }
 
 // WithInputsGate starts a pod's containers only once the Secrets and
 // ConfigMaps it reads exist, as the kubelet does (see inputsGate): without
@@ -90,17 +105,14 @@ func WithInputsGate() Option { return func(o *options) { o.inputs = true } }
 // bound to them Running) and the controllers scheduling needs.
 func StartCluster(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	kwokBin := os.Getenv(KwokBinEnv)
 	if kwokBin == "" {
 		pulumitest.Missing(t, "a simulated cluster needs %s: run `make test`, which builds kwok once", KwokBinEnv)
 	}
-	s := startServer(t, append(append([]string{}, apiControllers...), schedulingControllers...))
+	s := startServer(t, append(append([]string{}, apiControllers...), schedulingControllers...), o.seed)
 	kubeBin := os.Getenv(KubeBinEnv)
-	start(t, s.dir, "kube-scheduler", filepath.Join(kubeBin, "kube-scheduler"),
+	s.start(t, "kube-scheduler", filepath.Join(kubeBin, "kube-scheduler"),
 		"--kubeconfig", s.Kubeconfig, "--authentication-kubeconfig", s.Kubeconfig, "--authorization-kubeconfig", s.Kubeconfig,
 		"--secure-port", "0", "--leader-elect=false")
 	stages := filepath.Join(kwokBin, "stages.yaml")
@@ -108,7 +120,7 @@ func StartCluster(t testing.TB, opts ...Option) *Server {
 		stages = gatedStages(t, stages, s.dir)
 		s.startInputsGate(t)
 	}
-	start(t, s.dir, "kwok", filepath.Join(kwokBin, "kwok"),
+	s.start(t, "kwok", filepath.Join(kwokBin, "kwok"),
 		"--kubeconfig", s.Kubeconfig, "--manage-all-nodes=true", "--server-address", "127.0.0.1:0",
 		"--config", stages)
 	return s
@@ -129,9 +141,18 @@ func (s *Server) TryCreate(t testing.TB, objs ...map[string]any) (string, error)
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "objects.yaml")
 	pulumitest.WriteManifests(t, f, objs)
+	return s.TryKubectl("create", "-f", f)
+}
+
+// TryKubectl runs kubectl against the server: its output and whether it
+// failed.
+func (s *Server) TryKubectl(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, s.kubectl, "--kubeconfig", s.Kubeconfig, "create", "-f", f).CombinedOutput()
+	// the discovery cache is the server's own: another server may have
+	// had its port, with other APIs
+	base := []string{"--kubeconfig", s.Kubeconfig, "--cache-dir", filepath.Join(s.dir, "kubectl-cache")}
+	out, err := exec.CommandContext(ctx, s.kubectl, append(base, args...)...).CombinedOutput()
 	return string(out), err
 }
 
@@ -142,43 +163,59 @@ func (s *Server) Log(t testing.TB, name string) string {
 	return tail(string(b), 4000)
 }
 
-func startServer(t testing.TB, controllers []string) *Server {
+func startServer(t testing.TB, controllers []string, seed *Seed) *Server {
 	t.Helper()
 	kubeBin, etcdBin := os.Getenv(KubeBinEnv), os.Getenv(EtcdBinEnv)
 	if kubeBin == "" || etcdBin == "" {
 		pulumitest.Missing(t, "a real API server needs %s and %s: run `make test`, which builds kube-apiserver and etcd once", KubeBinEnv, EtcdBinEnv)
 	}
-	reapStale()
+	var apis []string
+	if seed != nil {
+		apis = seed.state(t)
+	}
 	dir := t.TempDir()
 	p, err := newPKI(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	etcdClient, etcdPeer, apiPort := freePort(t), freePort(t), freePort(t)
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
-	start(t, dir, "etcd", filepath.Join(etcdBin, "etcd"),
-		"--data-dir", filepath.Join(dir, "etcd"),
-		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
-		"--listen-peer-urls", "http://127.0.0.1:"+strconv.Itoa(etcdPeer),
-		"--initial-advertise-peer-urls", "http://127.0.0.1:"+strconv.Itoa(etcdPeer),
-		"--initial-cluster", "default=http://127.0.0.1:"+strconv.Itoa(etcdPeer),
-		"--unsafe-no-fsync", "--log-level", "warn")
-	start(t, dir, "kube-apiserver", filepath.Join(kubeBin, "kube-apiserver"),
-		"--etcd-servers", etcdURL,
-		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-		"--secure-port", strconv.Itoa(apiPort),
-		"--tls-cert-file", p.serverCert, "--tls-private-key-file", p.serverKey,
-		"--client-ca-file", p.caCert,
-		"--service-account-issuer", "https://kubernetes.default.svc",
-		"--service-account-key-file", p.saPub, "--service-account-signing-key-file", p.saKey,
-		"--api-audiences", "https://kubernetes.default.svc",
-		"--service-cluster-ip-range", "10.0.0.0/24",
-		"--authorization-mode", "RBAC",
-		"--allow-privileged=true",
-		// required with a loopback advertise address
-		"--endpoint-reconciler-type", "none")
+	if seed != nil {
+		if err := copyDir(seed.dir, filepath.Join(dir, "etcd")); err != nil {
+			t.Fatalf("seed %s: %v", seed.Name, err)
+		}
+	}
+	etcd, etcdPorts := proc.Serve(t, proc.Server{Dir: dir, Name: "etcd", Bin: filepath.Join(etcdBin, "etcd"), Ports: 2,
+		Args: func(ports []int) []string {
+			client, peer := "http://127.0.0.1:"+strconv.Itoa(ports[0]), "http://127.0.0.1:"+strconv.Itoa(ports[1])
+			return []string{"--data-dir", filepath.Join(dir, "etcd"),
+				"--listen-client-urls", client, "--advertise-client-urls", client,
+				"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+				"--initial-cluster", "default=" + peer,
+				"--unsafe-no-fsync", "--log-level", "warn"}
+		},
+		Ready: proc.Listening})
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPorts[0])
+	ready := readyz(t, p)
+	api, apiPorts := proc.Serve(t, proc.Server{Dir: dir, Name: "kube-apiserver", Bin: filepath.Join(kubeBin, "kube-apiserver"), Ports: 1,
+		Args: func(ports []int) []string {
+			return []string{"--etcd-servers", etcdURL,
+				"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+				"--secure-port", strconv.Itoa(ports[0]),
+				"--tls-cert-file", p.serverCert, "--tls-private-key-file", p.serverKey,
+				"--client-ca-file", p.caCert,
+				"--service-account-issuer", "https://kubernetes.default.svc",
+				"--service-account-key-file", p.saPub, "--service-account-signing-key-file", p.saKey,
+				"--api-audiences", "https://kubernetes.default.svc",
+				"--service-cluster-ip-range", "10.0.0.0/24",
+				"--authorization-mode", "RBAC",
+				"--allow-privileged=true",
+				// required with a loopback advertise address
+				"--endpoint-reconciler-type", "none"}
+		},
+		Ready: ready, Timeout: 90 * time.Second})
+	apiPort := apiPorts[0]
 
-	s := &Server{URL: "https://127.0.0.1:" + strconv.Itoa(apiPort), dir: dir, kubectl: filepath.Join(kubeBin, "kubectl")}
+	s := &Server{URL: "https://127.0.0.1:" + strconv.Itoa(apiPort), dir: dir, kubectl: filepath.Join(kubeBin, "kubectl"),
+		pki: p, procs: []*proc.Process{etcd, api}}
 	s.Kubeconfig = filepath.Join(dir, "admin.kubeconfig")
 	kc := fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -200,12 +237,15 @@ current-context: test
 	if err := os.WriteFile(s.Kubeconfig, []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.waitReady(t, p)
-	start(t, dir, "kube-controller-manager", filepath.Join(kubeBin, "kube-controller-manager"),
+	if seed != nil {
+		s.waitServed(t, apis)
+	}
+	s.start(t, "kube-controller-manager", filepath.Join(kubeBin, "kube-controller-manager"),
 		"--kubeconfig", s.Kubeconfig, "--authentication-kubeconfig", s.Kubeconfig, "--authorization-kubeconfig", s.Kubeconfig,
 		"--controllers", strings.Join(controllers, ","),
 		"--service-account-private-key-file", p.saKey, "--root-ca-file", p.caCert,
-		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(freePort(t)),
+		// no port of its own to serve: nothing here reads its metrics
+		"--leader-elect=false", "--secure-port", "0",
 		"--use-service-account-credentials=false",
 		// KWOK renews a node's status about once a minute, past the default
 		// 50 s grace: the node lifecycle controller then marked every node
@@ -222,67 +262,25 @@ func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 // its log is Log(name).
 func (s *Server) StartController(t testing.TB, name, bin string, args ...string) {
 	t.Helper()
-	startEnv(t, s.dir, name, bin, []string{"KUBECONFIG=" + s.Kubeconfig}, args...)
+	s.procs = append(s.procs, proc.Start(t, s.dir, name, bin, []string{"KUBECONFIG=" + s.Kubeconfig}, args...))
 }
 
-// StartProcess runs bin in its own process group, its output in
-// dir/<name>.log, stopped at cleanup and, should the test binary die
-// first, by the next Start (another emulator a test needs, say).
-func StartProcess(t testing.TB, dir, name, bin string, env []string, args ...string) {
+// start runs a process of the cluster, stopped at cleanup.
+func (s *Server) start(t testing.TB, name, bin string, args ...string) {
 	t.Helper()
-	reapStale()
-	startEnv(t, dir, name, bin, env, args...)
+	s.procs = append(s.procs, proc.Start(t, s.dir, name, bin, nil, args...))
 }
 
-// FreePort is a free loopback port.
-func FreePort(t testing.TB) int { return freePort(t) }
-
-// start runs a process in its own process group and stops it at cleanup.
-func start(t testing.TB, dir, name, bin string, args ...string) {
-	t.Helper()
-	startEnv(t, dir, name, bin, nil, args...)
-}
-
-func startEnv(t testing.TB, dir, name, bin string, env []string, args ...string) {
-	t.Helper()
-	log, err := os.Create(filepath.Join(dir, name+".log"))
-	if err != nil {
-		t.Fatal(err)
+// stop stops the cluster's processes, the last started first (etcd
+// last, cleanly: its data stays whole).
+func (s *Server) stop() {
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		s.procs[i].Stop()
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	pid := cmd.Process.Pid
-	pidFile := savePid(t, name, pid, bin)
-	t.Cleanup(func() {
-		defer os.Remove(pidFile)
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
-		log.Close()
-	})
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func (s *Server) waitReady(t testing.TB, p *pki) {
+// adminClient talks to the server as its admin.
+func adminClient(t testing.TB, p *pki) *http.Client {
 	t.Helper()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(p.caPEM)
@@ -290,20 +288,24 @@ func (s *Server) waitReady(t testing.TB, p *pki) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := client.Get(s.URL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
+}
+
+// readyz asks the API server's /readyz as the admin.
+func readyz(t testing.TB, p *pki) func(ports []int) error {
+	t.Helper()
+	client := adminClient(t, p)
+	return func(ports []int) error {
+		resp, err := client.Get("https://127.0.0.1:" + strconv.Itoa(ports[0]) + "/readyz")
+		if err != nil {
+			return err
 		}
-		time.Sleep(250 * time.Millisecond)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %s", resp.Status)
+		}
+		return nil
 	}
-	b, _ := os.ReadFile(filepath.Join(s.dir, "kube-apiserver.log"))
-	t.Fatalf("kube-apiserver not ready within 60s; log tail:\n%s", tail(string(b), 3000))
 }
 
 func tail(s string, n int) string {
@@ -316,14 +318,11 @@ func tail(s string, n int) string {
 // Kubectl runs the kubectl built beside the server against it.
 func (s *Server) Kubectl(t testing.TB, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, s.kubectl, append([]string{"--kubeconfig", s.Kubeconfig}, args...)...)
-	out, err := cmd.CombinedOutput()
+	out, err := s.TryKubectl(args...)
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return out
 }
 
 // GetJSON reads objects with kubectl get (args name them) as JSON into
@@ -348,7 +347,7 @@ func (s *Server) ApplyCRDs(t testing.TB, paths ...string) {
 	// status conditions yet, as a large one just applied may not: retry.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		out, err := exec.Command(s.kubectl, "--kubeconfig", s.Kubeconfig, "wait", "--for", "condition=Established", "crd", "--all", "--timeout", "60s").CombinedOutput()
+		out, err := s.TryKubectl("wait", "--for", "condition=Established", "crd", "--all", "--timeout", "60s")
 		if err == nil {
 			return
 		}

@@ -19,6 +19,8 @@ import (
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/headers"
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+
+	"github.com/natron/gpu-node-pools/internal/testkit/proc"
 )
 
 // caddyfileEnv tells a re-executed test binary to be Caddy: Caddy runs
@@ -209,12 +211,12 @@ func runOnFreePorts(t *testing.T, caddyfile string, env []string) (map[int]strin
 	return nil, err
 }
 
-// freePort is a loopback port free when asked.
+// freePort is a loopback port free when asked, below the kernel's
+// ephemeral range (proc.Ports).
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := proc.Ports(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return p[0], nil
 }

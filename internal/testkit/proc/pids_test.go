@@ -1,4 +1,4 @@
-package kubeapi
+package proc
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package kubeapi
+package proc
 
 import (
 	"fmt"
@@ -60,3 +60,15 @@ func runsBinary(pid int, bin string) bool {
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	return err == nil && exe == bin
 }
+
+// RunDir is this test process's own directory for what outlives a test
+// (a cluster seed, say): removed by the first start after the process is
+// gone, or by Cleanup.
+func RunDir() string {
+	dir := filepath.Join(runDir(), strconv.Itoa(os.Getpid()))
+	_ = os.MkdirAll(dir, 0o700)
+	return dir
+}
+
+// Cleanup removes RunDir; a TestMain calls it after m.Run.
+func Cleanup() { _ = os.RemoveAll(filepath.Join(runDir(), strconv.Itoa(os.Getpid()))) }
