@@ -33,14 +33,14 @@ import (
 // installMonitoringCRDs renders the prometheus-operator CRDs chart (its CRDs
 // are templates) and applies them: the customer's Prometheus stack would
 // have them.
-func installMonitoringCRDs(t *testing.T, s *kubeapi.Server) {
+func installMonitoringCRDs(t testing.TB, s *kubeapi.Server) {
 	t.Helper()
 	installChartCRDs(t, s, "prometheus-operator-crds-31.0.1.tgz")
 }
 
 // installChartCRDs applies the CRDs a chart archive renders (as templates
 // or from crds/): what a platform that runs the chart has.
-func installChartCRDs(t *testing.T, s *kubeapi.Server, chart string) {
+func installChartCRDs(t testing.TB, s *kubeapi.Server, chart string) {
 	t.Helper()
 	archive := filepath.Join(pulumitest.SharedDir(t), "charts", chart)
 	release := strings.TrimSuffix(chart, ".tgz")
@@ -148,6 +148,7 @@ func recordingEngine(t *testing.T) (automation.Engine, *recorder) {
 // unchanged preview, refresh, destroy. Secrets carry a marker that must
 // never appear in plain text in state, outputs or the engine's output.
 func TestAutomationAgainstAPIServer(t *testing.T) {
+	t.Parallel()
 	e, rec := recordingEngine(t)
 	srv := kubeapi.Start(t)
 	crds := filepath.Join(pulumitest.SharedDir(t), "crds")

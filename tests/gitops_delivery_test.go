@@ -84,24 +84,41 @@ func renderStack(t *testing.T, cfg *config.Config, stack, tool, dir string, chan
 	return cfg.RenderDir, p
 }
 
-// simCluster is a simulated cluster as the customer's platform has it
-// before our stack: nodes for every pool (as the autoscaler would give the
-// stack's models and jobs) and two CPU nodes, the CRDs of the operators
-// the platform runs, the namespaces it already has, the GPU operator's
-// runtime class, a storage provisioner and the Secrets operators make
-// when they run (KEDA's certificates). Pods start only with the
-// Secrets and ConfigMaps they read (kubeapi.WithInputsGate).
-func simCluster(t *testing.T, p *plan.Stack, namespaces ...string) *delivery.Cluster {
+// platformCRDs are the CRDs of the operators the customer's platform
+// runs: what a simulated cluster starts with (its seed).
+func platformCRDs(t testing.TB, srv *kubeapi.Server) {
 	t.Helper()
-	srv := kubeapi.StartCluster(t, kubeapi.WithInputsGate())
-	srv.Create(t, nodesim.CPUNode("platform-0", 16, 64), nodesim.CPUNode("platform-1", 16, 64))
-	addPoolNodes(t, srv, p)
 	crds := filepath.Join(pulumitest.SharedDir(t), "crds")
 	srv.ApplyCRDs(t, filepath.Join(crds, "cluster-api"), filepath.Join(crds, "cluster-api-provider-metal3"),
 		filepath.Join(crds, "kyverno", "kyverno.io_clusterpolicies.yaml"), filepath.Join(crds, "cilium", "ciliumnetworkpolicies.yaml"),
 		filepath.Join(crds, "velero"), filepath.Join(crds, "cloudnative-pg"), filepath.Join(crds, "keda-http-add-on"))
 	installMonitoringCRDs(t, srv)
 	installChartCRDs(t, srv, "keda-2.20.2.tgz")
+}
+
+// The states simulated clusters start from, prepared once per run: the
+// platform's CRDs, and those with the External Secrets Operator's (the
+// platforms that take renders by GitOps).
+var (
+	platformSeed = &kubeapi.Seed{Name: "platform", Prepare: platformCRDs}
+	gitopsSeed   = &kubeapi.Seed{Name: "platform-gitops", Prepare: func(t testing.TB, srv *kubeapi.Server) {
+		platformCRDs(t, srv)
+		srv.ApplyCRDs(t, delivery.ExternalSecretsCRDs(t))
+	}}
+)
+
+// simCluster is a simulated cluster as the customer's platform has it
+// before our stack: nodes for every pool (as the autoscaler would give the
+// stack's models and jobs) and two CPU nodes, the CRDs of the operators
+// the platform runs (from seed), the namespaces it already has, the GPU
+// operator's runtime class, a storage provisioner and the Secrets
+// operators make when they run (KEDA's certificates). Pods start only
+// with the Secrets and ConfigMaps they read (kubeapi.WithInputsGate).
+func simCluster(t *testing.T, seed *kubeapi.Seed, p *plan.Stack, namespaces ...string) *delivery.Cluster {
+	t.Helper()
+	srv := kubeapi.StartCluster(t, kubeapi.WithInputsGate(), kubeapi.WithSeed(seed))
+	srv.Create(t, nodesim.CPUNode("platform-0", 16, 64), nodesim.CPUNode("platform-1", 16, 64))
+	addPoolNodes(t, srv, p)
 	var host []map[string]any
 	for _, ns := range namespaces {
 		host = append(host, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
@@ -169,7 +186,7 @@ func hostCluster(t *testing.T, dir string, p *plan.Stack) *delivery.Cluster {
 			platform = append(platform, ns)
 		}
 	}
-	c := simCluster(t, p, platform...)
+	c := simCluster(t, gitopsSeed, p, platform...)
 	delivery.StartExternalSecrets(t, c.Srv, "platform-vault", delivery.StoreEntries(all))
 	return c
 }
@@ -317,8 +334,10 @@ func editYAML(t *testing.T, from, to string, edit func(map[string]any)) {
 // the later layer is never applied, and Argo CD's wave 1 never becomes
 // healthy.
 func TestFirstDeliveryFailsWithSecretsLate(t *testing.T) {
+	t.Parallel()
 	for _, tool := range gitops.Tools {
 		t.Run(tool, func(t *testing.T) {
+			t.Parallel() // each on its own cluster
 			dir, p := renderFor(t, "dev", tool, "")
 			if n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), "ExternalSecret", gitops.Layers[1], gitops.Layers[2]); n == 0 {
 				t.Fatal("the dev render has no ExternalSecret to move")

@@ -58,7 +58,7 @@ func begin(t *testing.T, stack, mode string) *lifecycle {
 	}
 	if mode == direct {
 		p := l.resolve(t)
-		l.c = simCluster(t, p, hostNamespaces...)
+		l.c = simCluster(t, platformSeed, p, hostNamespaces...)
 		l.e, _ = recordingEngine(t)
 		l.kc = secret.Secret(l.c.Srv.KubeconfigYAML(t))
 		t.Logf("cluster up in %s", time.Since(start).Round(time.Second))
@@ -162,6 +162,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // converges, and so does each day-2 change after it, with the end state
 // each change promises.
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	for _, stack := range []string{"dev", "prod"} {
 		for _, mode := range append([]string{direct}, gitops.Tools...) {
 			t.Run(stack+"/"+mode, func(t *testing.T) {

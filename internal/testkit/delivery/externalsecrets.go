@@ -17,18 +17,33 @@ import (
 // Operator and its CRDs (.ci/toolchain/external-secrets.sh).
 const ExternalSecretsBinEnv = "GPU_NODE_POOLS_ESO_BIN"
 
-// StartExternalSecrets installs the External Secrets Operator's CRDs and
-// runs its controller against srv (no webhook, no leader election), with a
-// ClusterSecretStore named store on its built-in fake provider holding the
-// given entries (key -> property -> value): the platform's secret store as
-// the operator fills it from the render's list of secrets to create.
-func StartExternalSecrets(t testing.TB, srv *kubeapi.Server, store string, entries map[string]map[string]string) {
+// ExternalSecretsCRDs is the directory of the operator's CRDs, or skips
+// (fails in CI) without the operator.
+func ExternalSecretsCRDs(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(externalSecretsBin(t), "crds")
+}
+
+func externalSecretsBin(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv(ExternalSecretsBinEnv)
 	if bin == "" {
 		pulumitest.Missing(t, "a GitOps delivery with ExternalSecrets needs %s: run `make test`, which builds the External Secrets Operator once", ExternalSecretsBinEnv)
 	}
-	srv.ApplyCRDs(t, filepath.Join(bin, "crds"))
+	return bin
+}
+
+// StartExternalSecrets installs the External Secrets Operator's CRDs
+// (unless the cluster has them: its seed's) and runs its controller against srv (no webhook, no leader election), with a
+// ClusterSecretStore named store on its built-in fake provider holding the
+// given entries (key -> property -> value): the platform's secret store as
+// the operator fills it from the render's list of secrets to create.
+func StartExternalSecrets(t testing.TB, srv *kubeapi.Server, store string, entries map[string]map[string]string) {
+	t.Helper()
+	bin := externalSecretsBin(t)
+	if _, err := srv.TryKubectl("get", "crd", "externalsecrets.external-secrets.io"); err != nil {
+		srv.ApplyCRDs(t, filepath.Join(bin, "crds"))
+	}
 	srv.StartController(t, "external-secrets", filepath.Join(bin, "external-secrets"),
 		"--metrics-addr", "0", "--enable-leader-election=false", "--concurrent", "4",
 		"--enable-push-secret-reconciler=false", "--enable-cluster-push-secret-reconciler=false",
