@@ -32,7 +32,8 @@ func newNewcomer(t testing.TB) *newcomer {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "GPU_NODE_POOLS_SHARED="+pulumitest.SharedDir(t))
+	// GOFLAGS only changes what the build cache reuses across copies
+	env = append(env, "GPU_NODE_POOLS_SHARED="+pulumitest.SharedDir(t), "GOFLAGS="+pulumitest.CopyGOFLAGS())
 	return &newcomer{t: t, dir: pulumitest.CopyProject(t), env: env}
 }
 

@@ -41,7 +41,21 @@ func EngineEnv(t testing.TB, root, backend string) map[string]string {
 		"PULUMI_SKIP_UPDATE_CHECK":                    "true",
 		// Charts from the shared archives: the engine tests run offline.
 		"GPU_NODE_POOLS_CHART_DIR": filepath.Join(SharedDir(t), "charts"),
+		"GOFLAGS":                  CopyGOFLAGS(),
 	}
+}
+
+// CopyGOFLAGS is GOFLAGS for Go builds in a copy of the project
+// (CopyProject): without -trimpath the build cache keys each package of
+// ours by its directory, so every copy compiled the whole program again
+// (over 100 s of CPU each); with it, a copy builds from the cache of the
+// first and only links.
+func CopyGOFLAGS() string {
+	flags := os.Getenv("GOFLAGS")
+	if strings.Contains(flags, "-trimpath") {
+		return flags
+	}
+	return strings.TrimSpace(flags + " -trimpath")
 }
 
 // CopyProject copies the program (not its tests) into a fresh directory, so

@@ -1,10 +1,12 @@
 package pulumitest
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/natron/gpu-node-pools/stacks/stackfile"
@@ -14,11 +16,45 @@ import (
 // can search for it in anything the program produces.
 const SecretMarker = "SECRET-MARKER-7f3a9c"
 
-// RepoRoot is the project's top directory.
+// RepoRoot is the project's top directory: the nearest directory above
+// the working directory (go test runs a package's tests in its
+// directory) whose go.mod is this module's. Not from runtime.Caller: make
+// test builds with -trimpath, which leaves no directory in the binary.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	repoRootOnce.Do(func() {
+		dir, err := os.Getwd()
+		if err != nil {
+			panic(err)
+		}
+		for d := dir; ; d = filepath.Dir(d) {
+			if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && modulePath(b) == module {
+				repoRoot = d
+				return
+			}
+			if filepath.Dir(d) == d {
+				panic(fmt.Sprintf("no go.mod of %s above %s", module, dir))
+			}
+		}
+	})
+	return repoRoot
 }
+
+const module = "github.com/natron/gpu-node-pools"
+
+// modulePath is a go.mod's module path.
+func modulePath(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
+}
+
+var (
+	repoRootOnce sync.Once
+	repoRoot     string
+)
 
 // StackConfig reads Pulumi.<stack>.yaml the way the engine hands config to a
 // program (stackfile.Read): secure values become SecretMarker and their
