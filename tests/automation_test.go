@@ -34,6 +34,7 @@ func devConfig(t *testing.T, dir string) *config.Config {
 // A fleet preview through the real engine: several customer stacks at once,
 // one of them invalid, which fails alone and before the engine starts.
 func TestAutomationFleetPreview(t *testing.T) {
+	t.Parallel()
 	e, rec := recordingEngine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -79,6 +80,7 @@ func TestAutomationFleetPreview(t *testing.T) {
 // One customer stack through its whole life: up, outputs, an unchanged
 // preview, refresh, destroy; and cancellation through the context.
 func TestAutomationStackLifecycle(t *testing.T) {
+	t.Parallel()
 	e, rec := recordingEngine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -171,6 +173,7 @@ func TestAutomationStackLifecycle(t *testing.T) {
 // through the real engine: the same config the stack file gives the
 // program, with the real secrets in place of the test reader's markers.
 func TestLoadStackFile(t *testing.T) {
+	t.Parallel()
 	root := pulumitest.PulumiRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -168,9 +168,11 @@ func engineImages(t *testing.T, c *delivery.Cluster) map[string]bool {
 // Pending, and the sync fails. The lifecycle's image step converges with
 // the program's strategy; this shows the harness sees the difference.
 func TestDay2ImageTagWithTheChartStrategyFails(t *testing.T) {
+	t.Parallel()
 	const newImage = "vllm/vllm-openai:v0.11.1"
 	for _, tool := range gitops.Tools {
 		t.Run(tool, func(t *testing.T) {
+			t.Parallel() // each on its own cluster
 			dir, c := converged(t, "dev", tool)
 			if fillGPUs(t, c) == 0 {
 				t.Fatal("no GPU node had a free GPU to fill: the pool was full already or has none")

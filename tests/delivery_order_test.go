@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/components/serving"
+	"github.com/natron/gpu-node-pools/internal/testkit/proc"
 	"github.com/natron/gpu-node-pools/stacks/automation"
 	"github.com/natron/gpu-node-pools/stacks/config"
 	"github.com/natron/gpu-node-pools/stacks/plan"
@@ -36,6 +38,7 @@ func dig1(v any, path ...string) any {
 // healthy, and the later layer is never applied. Secrets made at run time
 // by a controller of an earlier layer are named with the controller.
 func TestDeliveryOrderProvidesWhatPodsRead(t *testing.T) {
+	t.Parallel()
 	dir, _ := renderDev(t)
 	objs := treeObjects(t, dir)
 	pods := 0
@@ -59,6 +62,7 @@ func TestDeliveryOrderProvidesWhatPodsRead(t *testing.T) {
 // which Argo CD judges Degraded (gitops-engine pkg/health/
 // health_deployment.go) and Flux's wait a failure.
 func TestEngineDeadlineCoversTheColdStart(t *testing.T) {
+	t.Parallel()
 	dir, cfg := renderDev(t)
 	p, err := plan.Resolve(cfg, "dev")
 	if err != nil {
@@ -87,17 +91,30 @@ func TestEngineDeadlineCoversTheColdStart(t *testing.T) {
 	}
 }
 
-// renderDev renders the dev stack through the real engine into a fresh
-// directory, and returns it with the config it rendered.
+// renderDev is the dev stack rendered through the real engine, once per
+// run (the tests that call it only read it: the goldens pin it), and the
+// config it rendered.
 func renderDev(t *testing.T) (string, *config.Config) {
 	t.Helper()
-	e, _ := recordingEngine(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	dir := filepath.Join(t.TempDir(), "rendered")
-	cfg := devConfig(t, dir)
-	if _, err := automation.Render(ctx, "dev", cfg, e); err != nil {
-		t.Fatal(err)
+	devRender.once.Do(func() {
+		e, _ := recordingEngine(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		dir := filepath.Join(proc.RunDir(), "rendered-dev")
+		if _, err := automation.Render(ctx, "dev", devConfig(t, dir), e); err != nil {
+			t.Fatal(err)
+		}
+		devRender.dir = dir
+	})
+	if devRender.dir == "" {
+		t.Fatal("the dev stack's render failed: see the first test that made it")
 	}
-	return dir, cfg
+	return devRender.dir, devConfig(t, devRender.dir)
+}
+
+// devRender is the dev stack's render, made once per run for the tests
+// that only read it (renderDev).
+var devRender struct {
+	once sync.Once
+	dir  string
 }

@@ -30,6 +30,7 @@ const devPassphrase = "gpu-node-pools-dev"
 // The dev stack through the real CLI, Go language host and Kubernetes
 // provider, exactly as `make preview` runs it, in a throwaway backend.
 func TestEngineDevStack(t *testing.T) {
+	t.Parallel()
 	root := pulumitest.PulumiRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

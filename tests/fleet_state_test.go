@@ -118,6 +118,7 @@ func failures(rep fleet.ShardReport) map[string]string {
 // then finds nothing to change. A stack whose secrets its job cannot
 // decrypt fails alone: the rest of its shard goes on.
 func TestFleetShardsShareBlobState(t *testing.T) {
+	t.Parallel()
 	f := newBlobFleet(t, 5)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -174,6 +175,7 @@ func TestFleetShardsShareBlobState(t *testing.T) {
 // the stack and the lock's holder, while the first runs on; the state the
 // first writes is whole afterwards.
 func TestFleetLockedStackFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	f := newBlobFleet(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -257,6 +259,7 @@ func killCLI(t *testing.T, stack string) {
 // the resources; the next up then finishes the change and a preview finds
 // nothing left to do.
 func TestFleetKilledUpRecovers(t *testing.T) {
+	t.Parallel()
 	f := newBlobFleet(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -326,6 +329,7 @@ func TestFleetKilledUpRecovers(t *testing.T) {
 // nothing, the state keeps the first salt, and the project's file is
 // still the customer's.
 func TestFleetStackWithoutSaltAcrossJobs(t *testing.T) {
+	t.Parallel()
 	f := newBlobFleet(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

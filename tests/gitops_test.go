@@ -30,6 +30,7 @@ import (
 // every Secret the render leaves out. Then the model-upgrade flow: a new
 // vLLM image tag changes exactly the model server's Deployment file.
 func TestRenderedDevStackSyncsInOrder(t *testing.T) {
+	t.Parallel()
 	e, _ := recordingEngine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 // the charts' output too, so digests keep the golden small; on a
 // difference the test names the files and keeps the new tree to compare.
 func TestRenderedTreesMatchGolden(t *testing.T) {
+	t.Parallel()
 	dir, _ := renderDev(t)
 	got := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

@@ -253,6 +253,7 @@ func checkInvariants(t *testing.T, dir string, p *plan.Stack) {
 // download federated, as before CloudNativePG's and Velero's service
 // accounts were, the prod render's pgvector and Velero pods are named.
 func TestInvariantsSeeAMissingCredential(t *testing.T) {
+	t.Parallel()
 	// prod with a pgvector database backed up to the weights account (as
 	// an identity of its own, which may write) and Velero signing in with
 	// workload identity

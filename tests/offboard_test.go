@@ -25,6 +25,7 @@ import (
 // changed; then, unprotected and confirmed, every object is gone from the
 // API server, and the stack, its state and its stack file are removed.
 func TestMakeDestroyOffboardsABareMetalCustomer(t *testing.T) {
+	t.Parallel()
 	e, _ := recordingEngine(t)
 	e.Diff, e.Progress = false, nil
 	srv := kubeapi.Start(t)
