@@ -82,18 +82,12 @@ func (r *recorder) count() int {
 	return len(r.events)
 }
 
-func (r *recorder) reset() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = nil
-}
-
-// replaced are the URNs the recorded events replace.
-func (r *recorder) replaced() []string {
+// replaced are the URNs the events recorded after the first n replace.
+func (r *recorder) replaced(n int) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
-	for _, e := range r.events {
+	for _, e := range r.events[n:] {
 		if e.ResourcePreEvent != nil && e.ResourcePreEvent.Metadata.Op == "replace" {
 			out = append(out, e.ResourcePreEvent.Metadata.URN)
 		}
@@ -149,25 +143,12 @@ func recordingEngine(t *testing.T) (automation.Engine, *recorder) {
 // never appear in plain text in state, outputs or the engine's output.
 func TestAutomationAgainstAPIServer(t *testing.T) {
 	t.Parallel()
-	e, rec := recordingEngine(t)
-	srv := kubeapi.Start(t)
-	crds := filepath.Join(pulumitest.SharedDir(t), "crds")
-	srv.ApplyCRDs(t, filepath.Join(crds, "cluster-api"), filepath.Join(crds, "cluster-api-provider-metal3"),
-		filepath.Join(crds, "kyverno", "kyverno.io_clusterpolicies.yaml"), filepath.Join(crds, "cilium", "ciliumnetworkpolicies.yaml"),
-		filepath.Join(crds, "velero"), filepath.Join(crds, "cloudnative-pg", "postgresql.cnpg.io_clusters.yaml"),
-		filepath.Join(crds, "cloudnative-pg", "postgresql.cnpg.io_scheduledbackups.yaml"))
-	installMonitoringCRDs(t, srv)
-	srv.Kubectl(t, "create", "namespace", "capi-acme") // where the customer's Cluster lives
-	srv.Kubectl(t, "create", "namespace", "velero")    // the customer's Velero
-	srv.Kubectl(t, "create", "namespace", "rag-app")   // the pgvector's client
-
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
-	defer cancel()
 	marker := pulumitest.SecretMarker
-	// A YAML comment carries the marker through the real kubeconfig.
-	kc := secret.Secret(srv.KubeconfigYAML(t) + "# " + marker + "-kubeconfig\n")
-
+	// Each part on a server of its own, from a seed (the CRDs, created
+	// once), with an engine of its own: the three run in parallel.
 	t.Run("natron dev stack", func(t *testing.T) {
+		t.Parallel()
+		srv, kc, e, rec, ctx := liveServer(t, liveSeed, marker)
 		cfg := devConfig(t, "")    // no renderDir: apply for real
 		cfg.GitOps = gitops.Spec{} // GitOps delivery syncs a render: the next test
 		block := cfg.Cluster.(*natron.Cluster)
@@ -239,18 +220,18 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec.reset()
+		before := rec.count()
 		if _, err := movedStack.Preview(ctx); err != nil {
 			t.Fatal(err)
 		}
 		mds := 0
-		for _, urn := range rec.replaced() {
+		for _, urn := range rec.replaced(before) {
 			if strings.Contains(urn, "MachineDeployment") {
 				mds++
 			}
 		}
 		if mds != 3 {
-			t.Errorf("moving the pools to another cluster: %d MachineDeployments shown as replaced, want 3; replaced: %v", mds, rec.replaced())
+			t.Errorf("moving the pools to another cluster: %d MachineDeployments shown as replaced, want 3; replaced: %v", mds, rec.replaced(before))
 		}
 		// Destroy with the config that was applied.
 		back, err := automation.OpenStack(ctx, "acme-live", cfg, e)
@@ -264,6 +245,8 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 	})
 
 	t.Run("aks prod stack's kubernetes side", func(t *testing.T) {
+		t.Parallel()
+		srv, kc, e, _, ctx := liveServer(t, liveSeed, marker)
 		cfg := stacktest.Config(t, "prod")
 		cfg.Platform.ChartDir = filepath.Join(pulumitest.SharedDir(t), "charts")
 		cfg.Platform.SkipAwait = true
@@ -297,9 +280,8 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 	// workload program, with Argo CD's, Flux's and External Secrets'
 	// CRDs; then the same stack switched to Flux.
 	t.Run("natron dev stack's gitops objects", func(t *testing.T) {
-		srv.ApplyCRDs(t, filepath.Join(crds, "argo-cd", "application-crd.yaml"), filepath.Join(crds, "flux"),
-			filepath.Join(crds, "external-secrets", "external-secrets.io_externalsecrets.yaml"), filepath.Join(crds, "keda-http-add-on"))
-		installChartCRDs(t, srv, "keda-2.20.2.tgz") // rendered stacks bring KEDA through their pipeline
+		t.Parallel()
+		srv, kc, e, _, ctx := liveServer(t, liveGitOpsSeed, marker)
 		srv.Kubectl(t, "create", "namespace", "argocd")
 		srv.Kubectl(t, "create", "namespace", "flux-system")
 		cfg := devConfig(t, t.TempDir())
@@ -356,16 +338,63 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 		}
 	})
 
-	backend := strings.TrimPrefix(e.BackendURL, "file://")
-	if hits := pulumitest.FilesContaining(t, marker, backend, e.WorkDir); len(hits) > 0 {
-		t.Errorf("secret marker in plain text in %v", hits)
-	}
-	if where := rec.leaks(marker); len(where) > 0 {
-		t.Errorf("secret marker in plain text in the %v", where)
-	}
-	if !strings.Contains(rec.progress.String(), "ClusterPolicy") {
-		t.Errorf("the engine output never reached the recorder")
-	}
+}
+
+// liveCRDs are the CRDs the stacks' objects need on the server (the
+// customer's platform's operators): Cluster API and Metal3, Kyverno,
+// Cilium, Velero, CloudNativePG's, Prometheus's.
+func liveCRDs(t testing.TB, srv *kubeapi.Server) {
+	t.Helper()
+	crds := filepath.Join(pulumitest.SharedDir(t), "crds")
+	srv.ApplyCRDs(t, filepath.Join(crds, "cluster-api"), filepath.Join(crds, "cluster-api-provider-metal3"),
+		filepath.Join(crds, "kyverno", "kyverno.io_clusterpolicies.yaml"), filepath.Join(crds, "cilium", "ciliumnetworkpolicies.yaml"),
+		filepath.Join(crds, "velero"), filepath.Join(crds, "cloudnative-pg", "postgresql.cnpg.io_clusters.yaml"),
+		filepath.Join(crds, "cloudnative-pg", "postgresql.cnpg.io_scheduledbackups.yaml"))
+	installMonitoringCRDs(t, srv)
+}
+
+var (
+	liveSeed = &kubeapi.Seed{Name: "live", Prepare: liveCRDs}
+	// a rendering stack's server has Argo CD's, Flux's and External
+	// Secrets' CRDs besides, and KEDA's, which rendered stacks bring
+	// through their pipeline (a stack that applies KEDA's chart itself
+	// creates them)
+	liveGitOpsSeed = &kubeapi.Seed{Name: "live-gitops", Prepare: func(t testing.TB, srv *kubeapi.Server) {
+		liveCRDs(t, srv)
+		crds := filepath.Join(pulumitest.SharedDir(t), "crds")
+		srv.ApplyCRDs(t, filepath.Join(crds, "argo-cd", "application-crd.yaml"), filepath.Join(crds, "flux"),
+			filepath.Join(crds, "external-secrets", "external-secrets.io_externalsecrets.yaml"), filepath.Join(crds, "keda-http-add-on"))
+		installChartCRDs(t, srv, "keda-2.20.2.tgz")
+	}}
+)
+
+// liveServer is an API server from seed with the customer's namespaces
+// (where its Cluster lives, its Velero, the pgvector's client), the
+// kubeconfig the stacks reach it with (a YAML comment carries the marker
+// through it) and a recording engine; when the test ends, the marker must
+// not be in plain text in the engine's state, work directory or output.
+func liveServer(t *testing.T, seed *kubeapi.Seed, marker string) (*kubeapi.Server, secret.Secret, automation.Engine, *recorder, context.Context) {
+	t.Helper()
+	e, rec := recordingEngine(t)
+	srv := kubeapi.Start(t, kubeapi.WithSeed(seed))
+	srv.Kubectl(t, "create", "namespace", "capi-acme")
+	srv.Kubectl(t, "create", "namespace", "velero")
+	srv.Kubectl(t, "create", "namespace", "rag-app")
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	t.Cleanup(cancel)
+	t.Cleanup(func() {
+		backend := strings.TrimPrefix(e.BackendURL, "file://")
+		if hits := pulumitest.FilesContaining(t, marker, backend, e.WorkDir); len(hits) > 0 {
+			t.Errorf("secret marker in plain text in %v", hits)
+		}
+		if where := rec.leaks(marker); len(where) > 0 {
+			t.Errorf("secret marker in plain text in the %v", where)
+		}
+		if rec.count() == 0 || rec.progress.Len() == 0 {
+			t.Errorf("the engine's events and output never reached the recorder")
+		}
+	})
+	return srv, secret.Secret(srv.KubeconfigYAML(t) + "# " + marker + "-kubeconfig\n"), e, rec, ctx
 }
 
 // expectObjects checks that each kind has objects (and, where given, how
