@@ -1,13 +1,22 @@
 # The main jobs. `make test` is what CI runs (.ci/run).
 SHELL := /bin/bash
 FUZZTIME ?= 3000x
+# every test's time, from the last make test (go test -json, through gotestsum)
+TIMINGS ?= test-timings.json
 # Shared test assets (upstream charts, CRDs, reference data); see README.
 export GPU_NODE_POOLS_SHARED ?= $(abspath $(CURDIR)/../shared)
 
 STACK ?= dev
 export STACK
+# Every Go build with -trimpath: the build cache then keys our packages by
+# content, not directory, so the tests' copies of the project (make preview
+# in a fresh directory, go run of the README's commands) reuse what the
+# first build compiled instead of compiling the program again each (over
+# 100 s of CPU per copy), and the tests, the previews and the copies share
+# one cache.
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
-.PHONY: preview destroy stack env docs test vet lint unit fuzz bench toolchain shared-bundle
+.PHONY: preview destroy stack env docs check test vet lint unit fuzz bench toolchain shared-bundle
 
 ## preview: pulumi preview of $(STACK) through the real engine (local file
 ## backend in .pulumi-state/); stacks with renderDir are also rendered. The
@@ -45,6 +54,14 @@ env:
 docs:
 	go test ./stacks/config -run TestConfigReferenceIsGenerated -count=1 -update-docs
 
+## check: the inner loop (under 3 minutes warm): vet, gofmt, workflow lint
+## and every test that needs none of the toolchain's servers or engines
+## (those skip, saying so), the goldens among them; go test's cache reruns
+## only what a change touches. make test before you push.
+check: vet lint
+	env -u GPU_NODE_POOLS_STRICT $(foreach v,PULUMI KUBE ETCD KYVERNO KWOK ESO AZURITE RCLONE,-u GPU_NODE_POOLS_$(v)_BIN) \
+		go test ./...
+
 ## test: vet, workflow lint, every test (the real-engine ones too), and
 ## bounded fuzz runs of config decoding and validation.
 test: vet lint unit fuzz
@@ -62,18 +79,18 @@ lint:
 # toolchain, kube-apiserver, kube-scheduler, etcd, KWOK, the Kyverno CLI and
 # the External Secrets Operator, Azurite (the fleet's azblob:// state) and
 # rclone (the weight download's copier): each builds once per version into
-# the per-user cache. The download's script runs in BusyBox (.ci/run
-# installs it).
+# the per-user cache (.ci/toolchain/all.sh, two at a time, its exports
+# evaluated here). The download's script runs in BusyBox (.ci/run installs
+# it). gotestsum runs go test and keeps every test's time in $(TIMINGS);
+# the end of the run prints each package's time and the 20 slowest tests
+# (go run ./cmd/testtimes $(TIMINGS) prints them again). Three parallel
+# tests on two cores: the cluster and engine tests spend part of their
+# time waiting on their servers.
 unit:
-	GPU_NODE_POOLS_PULUMI_BIN="$$(.ci/toolchain/install.sh | tail -n 1)" \
-	GPU_NODE_POOLS_KUBE_BIN="$$(.ci/toolchain/kube-apiserver.sh | tail -n 1)" \
-	GPU_NODE_POOLS_ETCD_BIN="$$(.ci/toolchain/etcd.sh | tail -n 1)" \
-	GPU_NODE_POOLS_KYVERNO_BIN="$$(.ci/toolchain/kyverno.sh | tail -n 1)" \
-	GPU_NODE_POOLS_KWOK_BIN="$$(.ci/toolchain/kwok.sh | tail -n 1)" \
-	GPU_NODE_POOLS_ESO_BIN="$$(.ci/toolchain/external-secrets.sh | tail -n 1)" \
-	GPU_NODE_POOLS_AZURITE_BIN="$$(.ci/toolchain/azurite.sh | tail -n 1)" \
-	GPU_NODE_POOLS_RCLONE_BIN="$$(.ci/toolchain/rclone.sh | tail -n 1)" \
-	go test -count=1 -timeout 70m ./...
+	@eval "$$(.ci/toolchain/all.sh)" && \
+	"$$GPU_NODE_POOLS_GOTESTSUM_BIN/gotestsum" --format pkgname --jsonfile $(TIMINGS) -- \
+		-count=1 -timeout 70m -parallel 3 ./...; \
+	status=$$?; [ ! -s $(TIMINGS) ] || go run ./cmd/testtimes $(TIMINGS); exit $$status
 
 # Each fuzz target for FUZZTIME executions; a crasher lands in
 # stacks/program/testdata/fuzz/ and, committed, stays a regression case that every
@@ -93,10 +110,14 @@ bench:
 	GPU_NODE_POOLS_PULUMI_BIN="$$(.ci/toolchain/install.sh | tail -n 1)" \
 	go test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
-## toolchain: build the pinned Pulumi CLI, Go language host and Kubernetes
-## provider from Go modules into the per-user cache (seconds when cached).
+## toolchain: build every tool the tests need (the pinned Pulumi CLI,
+## language host and Kubernetes provider, kube-apiserver and its kin, etcd,
+## KWOK, Kyverno, the External Secrets Operator, Azurite, rclone, gotestsum)
+## into the per-user cache, two at a time, saying every minute what is
+## still building (seconds when cached). To run one test with them:
+## eval "$$(.ci/toolchain/all.sh)"; go test ./tests -run TestX
 toolchain:
-	.ci/toolchain/install.sh
+	.ci/toolchain/all.sh >/dev/null
 
 ## shared-bundle: the shared test assets, pinned by .ci/shared-assets.sha256,
 ## as the tar.gz the PR workflow downloads (publish it as the asset of the

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Builds every tool the tests need (each script once per version into the
+# per-user cache), two at a time (the cores here), longest first, and says
+# at least once a minute what is still building and for how long. Prints
+# the environment the tests read, as export lines (make test evals them).
+# Nothing to do when all are cached: a second or two.
+set -euo pipefail
+cd "$(dirname "$0")"
+jobs=${TOOLCHAIN_JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+# script and the variable its last line (a bin directory) goes to, longest
+# build first (cold, on 2 cores: kubernetes ~30 min, pulumi ~35, kyverno ~8)
+tools=(
+	"kube-apiserver.sh GPU_NODE_POOLS_KUBE_BIN"
+	"install.sh GPU_NODE_POOLS_PULUMI_BIN"
+	"kyverno.sh GPU_NODE_POOLS_KYVERNO_BIN"
+	"external-secrets.sh GPU_NODE_POOLS_ESO_BIN"
+	"rclone.sh GPU_NODE_POOLS_RCLONE_BIN"
+	"etcd.sh GPU_NODE_POOLS_ETCD_BIN"
+	"kwok.sh GPU_NODE_POOLS_KWOK_BIN"
+	"azurite.sh GPU_NODE_POOLS_AZURITE_BIN"
+	"gotestsum.sh GPU_NODE_POOLS_GOTESTSUM_BIN"
+)
+logs=$(mktemp -d)
+heart=""
+trap 'rm -rf "$logs"; [ -z "$heart" ] || kill "$heart" 2>/dev/null' EXIT
+start=$SECONDS
+
+elapsed() { local d=$(($(date +%s) - $1)); echo "$((d / 60))m$((d % 60))s"; }
+
+# build SCRIPT: one tool, its output and status kept in $logs
+build() {
+	local s=$1 t0
+	t0=$(date +%s)
+	echo "$t0" >"$logs/$s.start"
+	if ./"$s" >"$logs/$s.out" 2>"$logs/$s.log"; then
+		[ $(($(date +%s) - t0)) -lt 5 ] || echo "toolchain: $s done in $(elapsed "$t0")" >&2
+		echo 0 >"$logs/$s.rc"
+	else
+		echo "toolchain: $s FAILED after $(elapsed "$t0"); its output:" >&2
+		tail -n 40 "$logs/$s.log" >&2
+		echo 1 >"$logs/$s.rc"
+	fi
+}
+
+# every minute, what is still building and its latest line
+(
+	while sleep 60; do
+		for f in "$logs"/*.start; do
+			[ -e "$f" ] || continue
+			s=$(basename "$f" .start)
+			[ -e "$logs/$s.rc" ] && continue
+			echo "toolchain: $s building for $(elapsed "$(cat "$f")"): $(grep -v '^$' "$logs/$s.log" | tail -n 1 | cut -c1-120)" >&2
+		done
+	done
+) >&2 &
+heart=$!
+
+n=0
+for entry in "${tools[@]}"; do
+	if [ "$n" -ge "$jobs" ]; then
+		wait -n || true # a slot frees when any build ends
+		n=$((n - 1))
+	fi
+	build "${entry%% *}" &
+	n=$((n + 1))
+done
+wait_builds() { for p in $(jobs -p); do [ "$p" = "$heart" ] || wait "$p" || true; done; }
+wait_builds
+failed=""
+for entry in "${tools[@]}"; do
+	s=${entry%% *}
+	[ "$(cat "$logs/$s.rc" 2>/dev/null)" = 0 ] || failed="$failed $s"
+done
+if [ -n "$failed" ]; then
+	echo "toolchain: failed:$failed" >&2
+	exit 1
+fi
+for entry in "${tools[@]}"; do
+	s=${entry%% *} var=${entry##* }
+	echo "export $var=$(tail -n 1 "$logs/$s.out")"
+done
+[ $((SECONDS - start)) -lt 5 ] || echo "toolchain: all ready in $(((SECONDS - start) / 60))m$(((SECONDS - start) % 60))s" >&2
