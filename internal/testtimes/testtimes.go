@@ -33,8 +33,12 @@ func (t Timing) Name() string {
 // Report is a run's timings.
 type Report struct {
 	Packages []Timing // by time, the longest first
-	Tests    []Timing // top-level tests only (a parent's time holds its subtests'), the longest first
-	Counts   map[string]int
+	// Tests are the tests that have no subtests, the longest first: a
+	// parent's time says little (one whose subtests run in parallel
+	// reports none).
+	Tests  []Timing
+	Counts map[string]int // top-level tests by result; subtests as sub-<result>
+	Empty  int            // packages without tests
 }
 
 type event struct {
@@ -48,6 +52,8 @@ type event struct {
 // mixed in) are passed over.
 func Read(r io.Reader) (*Report, error) {
 	rep := &Report{Counts: map[string]int{}}
+	var tests []Timing
+	parents := map[string]bool{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for sc.Scan() {
@@ -64,17 +70,29 @@ func Read(r io.Reader) (*Report, error) {
 		}
 		t := Timing{Package: e.Package, Test: e.Test, Action: e.Action, Elapsed: time.Duration(e.Elapsed * float64(time.Second))}
 		switch {
+		case e.Test == "" && e.Action == "skip" && e.Elapsed == 0:
+			rep.Empty++ // no test files
 		case e.Test == "":
 			rep.Packages = append(rep.Packages, t)
 		case !strings.Contains(e.Test, "/"):
-			rep.Tests = append(rep.Tests, t)
+			tests = append(tests, t)
 			rep.Counts[e.Action]++
 		default:
+			tests = append(tests, t)
 			rep.Counts["sub-"+e.Action]++
+			for name := e.Test; strings.Contains(name, "/"); {
+				name = name[:strings.LastIndex(name, "/")]
+				parents[e.Package+"."+name] = true
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
+	}
+	for _, t := range tests {
+		if !parents[t.Package+"."+t.Test] {
+			rep.Tests = append(rep.Tests, t)
+		}
 	}
 	for _, list := range [][]Timing{rep.Packages, rep.Tests} {
 		sort.SliceStable(list, func(i, j int) bool { return list[i].Elapsed > list[j].Elapsed })
@@ -84,11 +102,11 @@ func Read(r io.Reader) (*Report, error) {
 
 // Write prints each package's time and the n slowest tests.
 func (r *Report) Write(w io.Writer, n int) {
-	fmt.Fprintf(w, "\ntime per package (%d packages with tests):\n", len(r.Packages))
+	fmt.Fprintf(w, "\ntime per package (%d with tests, %d without):\n", len(r.Packages), r.Empty)
 	for _, p := range r.Packages {
 		fmt.Fprintf(w, "  %8s  %-4s %s\n", round(p.Elapsed), p.Action, p.Package)
 	}
-	fmt.Fprintf(w, "\nthe %d slowest of %d tests (%d passed, %d failed, %d skipped; subtests: %d passed, %d failed, %d skipped):\n",
+	fmt.Fprintf(w, "\nthe %d slowest of %d tests without subtests (top-level tests: %d passed, %d failed, %d skipped; subtests: %d passed, %d failed, %d skipped):\n",
 		min(n, len(r.Tests)), len(r.Tests), r.Counts["pass"], r.Counts["fail"], r.Counts["skip"],
 		r.Counts["sub-pass"], r.Counts["sub-fail"], r.Counts["sub-skip"])
 	for _, t := range r.Tests[:min(n, len(r.Tests))] {

@@ -26,19 +26,22 @@ const record = `go: downloading example.com/x v1.0.0
 {"Action":"fail","Package":"m/a","Elapsed":76}
 {"Action":"skip","Package":"m/b","Test":"TestNeedsAServer","Elapsed":0}
 {"Action":"pass","Package":"m/b","Elapsed":1.5}
+{"Action":"skip","Package":"m/c","Elapsed":0}
 `
 
-func TestReadOrdersPackagesAndTopLevelTestsByTime(t *testing.T) {
+func TestReadOrdersPackagesAndTestsWithoutSubtestsByTime(t *testing.T) {
 	rep, err := Read(strings.NewReader(record))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &Report{
 		Packages: []Timing{{Package: "m/a", Action: "fail", Elapsed: 76 * time.Second}, {Package: "m/b", Action: "pass", Elapsed: 1500 * time.Millisecond}},
-		Tests: []Timing{{Package: "m/a", Test: "TestSlow", Action: "fail", Elapsed: 75250 * time.Millisecond},
+		Tests: []Timing{{Package: "m/a", Test: "TestSlow/one", Action: "pass", Elapsed: 70 * time.Second},
+			{Package: "m/a", Test: "TestSlow/two", Action: "fail", Elapsed: 5 * time.Second},
 			{Package: "m/a", Test: "TestFast", Action: "pass", Elapsed: 500 * time.Millisecond},
 			{Package: "m/b", Test: "TestNeedsAServer", Action: "skip"}},
 		Counts: map[string]int{"pass": 1, "fail": 1, "skip": 1, "sub-pass": 1, "sub-fail": 1},
+		Empty:  1,
 	}
 	if d := cmp.Diff(want, rep); d != "" {
 		t.Errorf("report (-want +got):\n%s", d)
@@ -47,15 +50,16 @@ func TestReadOrdersPackagesAndTopLevelTestsByTime(t *testing.T) {
 	rep.Write(&out, 2)
 	for _, line := range []string{
 		"1m16s  fail m/a\n",
-		"the 2 slowest of 3 tests (1 passed, 1 failed, 1 skipped; subtests: 1 passed, 1 failed, 0 skipped):\n",
-		"1m15s  fail a.TestSlow\n",
-		"500ms  pass a.TestFast\n",
+		"time per package (2 with tests, 1 without):\n",
+		"the 2 slowest of 4 tests without subtests (top-level tests: 1 passed, 1 failed, 1 skipped; subtests: 1 passed, 1 failed, 0 skipped):\n",
+		"1m10s  pass a.TestSlow/one\n",
+		"5s  fail a.TestSlow/two\n",
 	} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("the report lacks %q:\n%s", line, out.String())
 		}
 	}
-	if strings.Contains(out.String(), "TestNeedsAServer") {
+	if strings.Contains(out.String(), "TestFast") || strings.Contains(out.String(), "TestSlow\n") {
 		t.Errorf("the report lists more than the 2 slowest:\n%s", out.String())
 	}
 }
