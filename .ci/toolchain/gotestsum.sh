@@ -6,8 +6,5 @@ set -euo pipefail
 VERSION=v1.13.0
 . "$(dirname "$0")/lib.sh"
 BIN="$CACHE_ROOT/gotestsum-$VERSION/bin"
-if [ ! -x "$BIN/gotestsum" ]; then
-	echo "toolchain: building gotestsum $VERSION" >&2
-	GOBIN="$BIN" GOFLAGS=-buildvcs=false GOTOOLCHAIN=local go install "gotest.tools/gotestsum@$VERSION"
-fi
+go_install "$BIN" "gotest.tools/gotestsum@$VERSION"
 echo "$BIN"

@@ -21,3 +21,13 @@ build_tool() {
 	(cd "$dir" && go mod tidy >&2 && go build "$@" -o "$bin/$name.tmp" "$pkg")
 	mv "$bin/$name.tmp" "$bin/$name"
 }
+
+# go_install BIN PKG@VERSION: go install a released command into BIN
+# (nothing when it is there).
+go_install() {
+	local bin=$1 pkg=$2 name=${2%@*}
+	name=${name##*/}
+	[ -x "$bin/$name" ] && return
+	echo "toolchain: building $pkg" >&2
+	GOBIN="$bin" go install "$pkg"
+}

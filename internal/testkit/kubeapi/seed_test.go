@@ -9,11 +9,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/testkit/proc"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	proc.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { proc.Main(m) }
 
 const widgetCRD = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

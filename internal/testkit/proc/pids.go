@@ -72,3 +72,11 @@ func RunDir() string {
 
 // Cleanup removes RunDir; a TestMain calls it after m.Run.
 func Cleanup() { _ = os.RemoveAll(filepath.Join(runDir(), strconv.Itoa(os.Getpid()))) }
+
+// Main runs a package's tests and then Cleanup: a TestMain for packages
+// whose tests keep something in RunDir.
+func Main(m interface{ Run() int }) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
