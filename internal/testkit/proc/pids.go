@@ -20,11 +20,7 @@ func runDir() string {
 
 func savePid(t testing.TB, name string, pid int, bin string) string {
 	t.Helper()
-	dir := filepath.Join(runDir(), strconv.Itoa(os.Getpid()))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	f := filepath.Join(dir, fmt.Sprintf("%s-%d.pid", name, pid))
+	f := filepath.Join(RunDir(), fmt.Sprintf("%s-%d.pid", name, pid))
 	if err := os.WriteFile(f, []byte(fmt.Sprintf("%d %s", pid, bin)), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -65,13 +61,15 @@ func runsBinary(pid int, bin string) bool {
 // (a cluster seed, say): removed by the first start after the process is
 // gone, or by Cleanup.
 func RunDir() string {
-	dir := filepath.Join(runDir(), strconv.Itoa(os.Getpid()))
+	dir := ownRunDir()
 	_ = os.MkdirAll(dir, 0o700)
 	return dir
 }
 
+func ownRunDir() string { return filepath.Join(runDir(), strconv.Itoa(os.Getpid())) }
+
 // Cleanup removes RunDir; a TestMain calls it after m.Run.
-func Cleanup() { _ = os.RemoveAll(filepath.Join(runDir(), strconv.Itoa(os.Getpid()))) }
+func Cleanup() { _ = os.RemoveAll(ownRunDir()) }
 
 // Main runs a package's tests and then Cleanup: a TestMain for packages
 // whose tests keep something in RunDir.

@@ -63,16 +63,6 @@ func Ports(n int) ([]int, error) {
 	return ports, nil
 }
 
-// Port is one of Ports.
-func Port(t testing.TB) int {
-	t.Helper()
-	p, err := Ports(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p[0]
-}
-
 // Server is how Serve starts a server that must be told its ports.
 type Server struct {
 	Dir, Name, Bin string
@@ -108,9 +98,12 @@ func Serve(t testing.TB, s Server) (*Process, []int) {
 		if err == nil {
 			return p, ports
 		}
-		log := p.Log(4000)
+		// only a server that ended on its own lost a port: one still
+		// running when it was not ready in time is a failure, whatever
+		// its log says
+		exited, log := p.Exited(), p.Log(4000)
 		p.Stop()
-		if p.Exited() && bindFailed(log) && attempt < 5 {
+		if exited && bindFailed(log) && attempt < 5 {
 			t.Logf("%s: a port was taken before it bound %v; starting it on others", s.Name, ports)
 			continue
 		}

@@ -84,6 +84,31 @@ func TestServeFailsOnOtherExits(t *testing.T) {
 	}
 }
 
+// A server still running when it is not ready in time fails the test,
+// even when its log mentions a taken port: Serve starts again only a
+// server that ended.
+func TestServeFailsWhenNotReadyWhileRunning(t *testing.T) {
+	ft := &fakeT{TB: t}
+	starts := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Serve(ft, Server{Dir: t.TempDir(), Name: "stuck", Bin: "/bin/sh", Ports: 1,
+			Args: func([]int) []string {
+				starts++
+				return []string{"-c", "echo 'some peer: address already in use'; exec sleep 60"}
+			},
+			Ready: func([]int) error { return fmt.Errorf("never") }, Timeout: time.Second})
+	}()
+	<-done
+	if !ft.failed {
+		t.Fatal("Serve returned for a server that was never ready")
+	}
+	if starts != 1 {
+		t.Errorf("started %d times, want once: it did not end on a taken port", starts)
+	}
+}
+
 // Ports are distinct and below the ephemeral range.
 func TestPortsAreBelowTheEphemeralRange(t *testing.T) {
 	ports, err := Ports(50)
