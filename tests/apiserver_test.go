@@ -148,7 +148,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 	// once), with an engine of its own: the three run in parallel.
 	t.Run("natron dev stack", func(t *testing.T) {
 		t.Parallel()
-		srv, kc, e, rec, ctx := liveServer(t, liveSeed, marker)
+		srv, kc, e, rec, ctx := liveServer(t, liveSeed, marker, "ClusterPolicy")
 		cfg := devConfig(t, "")    // no renderDir: apply for real
 		cfg.GitOps = gitops.Spec{} // GitOps delivery syncs a render: the next test
 		block := cfg.Cluster.(*natron.Cluster)
@@ -246,7 +246,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 
 	t.Run("aks prod stack's kubernetes side", func(t *testing.T) {
 		t.Parallel()
-		srv, kc, e, _, ctx := liveServer(t, liveSeed, marker)
+		srv, kc, e, _, ctx := liveServer(t, liveSeed, marker, "ClusterPolicy")
 		cfg := stacktest.Config(t, "prod")
 		cfg.Platform.ChartDir = filepath.Join(pulumitest.SharedDir(t), "charts")
 		cfg.Platform.SkipAwait = true
@@ -281,7 +281,7 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 	// CRDs; then the same stack switched to Flux.
 	t.Run("natron dev stack's gitops objects", func(t *testing.T) {
 		t.Parallel()
-		srv, kc, e, _, ctx := liveServer(t, liveGitOpsSeed, marker)
+		srv, kc, e, _, ctx := liveServer(t, liveGitOpsSeed, marker, "ExternalSecret")
 		srv.Kubectl(t, "create", "namespace", "argocd")
 		srv.Kubectl(t, "create", "namespace", "flux-system")
 		cfg := devConfig(t, t.TempDir())
@@ -372,8 +372,9 @@ var (
 // (where its Cluster lives, its Velero, the pgvector's client), the
 // kubeconfig the stacks reach it with (a YAML comment carries the marker
 // through it) and a recording engine; when the test ends, the marker must
-// not be in plain text in the engine's state, work directory or output.
-func liveServer(t *testing.T, seed *kubeapi.Seed, marker string) (*kubeapi.Server, secret.Secret, automation.Engine, *recorder, context.Context) {
+// not be in plain text in the engine's state, work directory or output,
+// and that output must name the kind shown (it reached the recorder).
+func liveServer(t *testing.T, seed *kubeapi.Seed, marker, shown string) (*kubeapi.Server, secret.Secret, automation.Engine, *recorder, context.Context) {
 	t.Helper()
 	e, rec := recordingEngine(t)
 	srv := kubeapi.Start(t, kubeapi.WithSeed(seed))
@@ -390,8 +391,8 @@ func liveServer(t *testing.T, seed *kubeapi.Seed, marker string) (*kubeapi.Serve
 		if where := rec.leaks(marker); len(where) > 0 {
 			t.Errorf("secret marker in plain text in the %v", where)
 		}
-		if rec.count() == 0 || rec.progress.Len() == 0 {
-			t.Errorf("the engine's events and output never reached the recorder")
+		if rec.count() == 0 || !strings.Contains(rec.progress.String(), shown) {
+			t.Errorf("the engine's events and output never reached the recorder (no %s in its output)", shown)
 		}
 	})
 	return srv, secret.Secret(srv.KubeconfigYAML(t) + "# " + marker + "-kubeconfig\n"), e, rec, ctx
