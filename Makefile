@@ -58,9 +58,10 @@ docs:
 ## and every test that needs none of the toolchain's servers or engines
 ## (those skip, saying so), the goldens among them; go test's cache reruns
 ## only what a change touches. make test before you push.
+# Every tool variable the shell has is unset (eval "$(.ci/toolchain/all.sh)"
+# sets them), not a list kept beside all.sh's.
 check: vet lint
-	env -u GPU_NODE_POOLS_STRICT $(foreach v,PULUMI KUBE ETCD KYVERNO KWOK ESO AZURITE RCLONE,-u GPU_NODE_POOLS_$(v)_BIN) \
-		go test ./...
+	env -u GPU_NODE_POOLS_STRICT $(foreach v,$(filter GPU_NODE_POOLS_%_BIN,$(.VARIABLES)),-u $(v)) go test ./...
 
 ## test: vet, workflow lint, every test (the real-engine ones too), and
 ## bounded fuzz runs of config decoding and validation.
