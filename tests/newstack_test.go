@@ -314,6 +314,17 @@ pulumi preview --stack drifted --non-interactive`)
 			t.Errorf("the error is wrapped (%q):\n%s", noise, out)
 		}
 	}
+	// the engine ran the program Pulumi.yaml names (runtime.options.binary),
+	// which go install links only when a source changed
+	program := programBuilt(t, n.dir)
+	if out, err := n.sh(`eval "$(make -s env)"
+PULUMI_CONFIG_PASSPHRASE=drifted pulumi preview --stack drifted --non-interactive`); err == nil {
+		t.Fatalf("a second preview of the invalid stack succeeded:\n%s", out)
+	}
+	// a link writes a new file; go install only touches an unchanged one
+	if again := programBuilt(t, n.dir); !os.SameFile(program, again) {
+		t.Error("the unchanged program was linked again for the second preview")
+	}
 }
 
 // Every render writes the complete tree of the current config, whatever an
@@ -374,4 +385,17 @@ func TestRenderWritesTheWholeTree(t *testing.T) {
 		!strings.Contains(out, "gpu-node-pools/dev/models/gpu-node-pools-api-key  keys: [api-key]") || strings.Contains(out, "RCLONE_CONFIG_SRC_TYPE") {
 		t.Errorf("the render's Secret list with externalSecrets set:\n%s", out)
 	}
+}
+
+// programBuilt is the program the engine ran, as Pulumi.yaml's
+// runtime.options.binary (.ci/program.sh) installed it: a language host
+// that ignored the option compiled and linked the program itself, for every
+// run, and this file never appeared.
+func programBuilt(t *testing.T, dir string) os.FileInfo {
+	t.Helper()
+	info, err := os.Stat(filepath.Join(dir, ".pulumi-state", "bin", "gpu-node-pools"))
+	if err != nil {
+		t.Fatalf("the engine did not run the program through runtime.options.binary: %v", err)
+	}
+	return info
 }

@@ -48,7 +48,11 @@ MOD
 }
 
 build_language_go() {
-	[ -x "$BIN/pulumi-language-go" ] && return
+	[ -x "$BIN/pulumi-language-go.real" ] && return
+	if [ -x "$BIN/pulumi-language-go" ] && [ "$(head -c 2 "$BIN/pulumi-language-go")" != '#!' ]; then
+		mv "$BIN/pulumi-language-go" "$BIN/pulumi-language-go.real" # a cache from before the shim
+		return
+	fi
 	log "building pulumi-language-go from sdk $LANGUAGE_GO_VERSION"
 	local dir; dir=$(fresh_dir language-go)
 	cat >"$dir/go.mod" <<MOD
@@ -60,8 +64,30 @@ require github.com/pulumi/pulumi/sdk/v3 $LANGUAGE_GO_VERSION
 
 replace golang.org/x/text => golang.org/x/text v0.3.6
 MOD
-	build_tool "$dir" "$BIN" pulumi-language-go github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go \
+	build_tool "$dir" "$BIN" pulumi-language-go.real github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go \
 		-ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$LANGUAGE_GO_VERSION"
+}
+
+# The engine starts the language host by the name pulumi-language-go, with
+# the engine's address as its only argument, in the project directory. The
+# host built above takes Pulumi.yaml's runtime.options.binary only as its
+# -binary flag, and today's CLI passes runtime options in each request's
+# program info instead (sdk v3.274.1 go/common/resource/plugin/
+# langruntime_plugin.go, buildArgsForNewPlugin: the address alone), which
+# that host does not read: it compiled and linked the program anew for every
+# preview, up, refresh and destroy. The shim reads the option where the host
+# starts and passes it as the flag, as the host's own main.go expects.
+install_language_shim() {
+	cat >"$BIN/pulumi-language-go.tmp" <<'SHIM'
+#!/bin/sh
+real="$(dirname "$(readlink -f "$0")")/pulumi-language-go.real"
+binary=$(awk '/^[^[:space:]#]/ { rt = ($0 ~ /^runtime:/) }
+	rt && /^[[:space:]]+binary:/ { sub(/^[[:space:]]+binary:[[:space:]]*/, ""); sub(/[[:space:]]+#.*$/, ""); gsub(/["\047]/, ""); print; exit }' Pulumi.yaml 2>/dev/null)
+[ -z "$binary" ] || exec "$real" -binary "$binary" "$@"
+exec "$real" "$@"
+SHIM
+	chmod 0755 "$BIN/pulumi-language-go.tmp"
+	mv "$BIN/pulumi-language-go.tmp" "$BIN/pulumi-language-go"
 }
 
 build_kubernetes() {
@@ -95,6 +121,7 @@ MOD
 }
 
 build_language_go
+install_language_shim
 build_pulumi
 build_kubernetes
 log "ready in $BIN"
