@@ -314,16 +314,22 @@ pulumi preview --stack drifted --non-interactive`)
 			t.Errorf("the error is wrapped (%q):\n%s", noise, out)
 		}
 	}
-	// the engine ran the program Pulumi.yaml names (runtime.options.binary),
+	// the engine ran the program Pulumi.yaml names (runtime.options.binary:
+	// .ci/program.sh, here told to install it into a directory of its own),
 	// which go install links only when a source changed
-	program := programBuilt(t, n.dir)
-	if out, err := n.sh(`eval "$(make -s env)"
-PULUMI_CONFIG_PASSPHRASE=drifted pulumi preview --stack drifted --non-interactive`); err == nil {
-		t.Fatalf("a second preview of the invalid stack succeeded:\n%s", out)
+	own := `eval "$(make -s env)"
+export PULUMI_CONFIG_PASSPHRASE=drifted GPU_NODE_POOLS_PROGRAM_BIN="$PWD/own-bin"
+pulumi preview --stack drifted --non-interactive`
+	if out, err := n.sh(own); err == nil {
+		t.Fatalf("a preview of the invalid stack succeeded:\n%s", out)
+	}
+	first := programBuilt(t, filepath.Join(n.dir, "own-bin"))
+	if out, err := n.sh(own); err == nil {
+		t.Fatalf("another preview of the invalid stack succeeded:\n%s", out)
 	}
 	// a link writes a new file; go install only touches an unchanged one
-	if again := programBuilt(t, n.dir); !os.SameFile(program, again) {
-		t.Error("the unchanged program was linked again for the second preview")
+	if again := programBuilt(t, filepath.Join(n.dir, "own-bin")); !os.SameFile(first, again) {
+		t.Error("the unchanged program was linked again for another preview")
 	}
 }
 
@@ -336,6 +342,11 @@ func TestRenderWritesTheWholeTree(t *testing.T) {
 	n := newNewcomer(t)
 	if out, err := n.sh("make -s preview"); err != nil {
 		t.Fatalf("make preview: %v\n%s", err, out)
+	}
+	// the copy's stackctl is the one installed once for every copy: its
+	// own go install found it up to date and linked nothing
+	if !sameFile(t, filepath.Join(n.dir, ".pulumi-state", "bin", "stackctl"), pulumitest.InstalledBin(t, "stackctl")) {
+		t.Error("make preview linked stackctl again in a copy of unchanged sources")
 	}
 	manifests, err := filepath.Glob(filepath.Join(n.dir, "rendered", "management", "*", "*machinedeployment*"))
 	if err != nil || len(manifests) != 3 {
@@ -388,14 +399,27 @@ func TestRenderWritesTheWholeTree(t *testing.T) {
 }
 
 // programBuilt is the program the engine ran, as Pulumi.yaml's
-// runtime.options.binary (.ci/program.sh) installed it: a language host
-// that ignored the option compiled and linked the program itself, for every
-// run, and this file never appeared.
-func programBuilt(t *testing.T, dir string) os.FileInfo {
+// runtime.options.binary (.ci/program.sh) installed it into bin: a language
+// host that ignored the option compiled and linked the program itself, for
+// every run, and this file never appeared.
+func programBuilt(t *testing.T, bin string) os.FileInfo {
 	t.Helper()
-	info, err := os.Stat(filepath.Join(dir, ".pulumi-state", "bin", "gpu-node-pools"))
+	info, err := os.Stat(filepath.Join(bin, "gpu-node-pools"))
 	if err != nil {
 		t.Fatalf("the engine did not run the program through runtime.options.binary: %v", err)
 	}
 	return info
+}
+
+func sameFile(t *testing.T, a, b string) bool {
+	t.Helper()
+	ia, err := os.Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib, err := os.Stat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.SameFile(ia, ib)
 }

@@ -78,7 +78,9 @@ MOD
 # preview, up, refresh and destroy. The shim reads the option where the host
 # starts and passes it as the flag, as the host's own main.go expects.
 install_language_shim() {
-	cat >"$BIN/pulumi-language-go.tmp" <<'SHIM'
+	local shim tmp
+	shim=$(
+		cat <<'SHIM'
 #!/bin/sh
 real="$(dirname "$(readlink -f "$0")")/pulumi-language-go.real"
 binary=$(awk '/^[^[:space:]#]/ { rt = ($0 ~ /^runtime:/) }
@@ -86,8 +88,14 @@ binary=$(awk '/^[^[:space:]#]/ { rt = ($0 ~ /^runtime:/) }
 [ -z "$binary" ] || exec "$real" -binary "$binary" "$@"
 exec "$real" "$@"
 SHIM
-	chmod 0755 "$BIN/pulumi-language-go.tmp"
-	mv "$BIN/pulumi-language-go.tmp" "$BIN/pulumi-language-go"
+	)
+	# every make preview runs this script, tests many at once: write only
+	# when the shim changed, through a name of this process's own
+	[ "$(cat "$BIN/pulumi-language-go" 2>/dev/null)" != "$shim" ] || return 0
+	tmp="$BIN/.pulumi-language-go.$$"
+	printf '%s\n' "$shim" >"$tmp"
+	chmod 0755 "$tmp"
+	mv "$tmp" "$BIN/pulumi-language-go"
 }
 
 build_kubernetes() {

@@ -86,6 +86,7 @@ func CopyProject(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
+	seedBins(t, dst)
 	return dst
 }
 

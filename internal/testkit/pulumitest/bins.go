@@ -1,0 +1,62 @@
+package pulumitest
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/natron/gpu-node-pools/internal/testkit/proc"
+)
+
+// copyBins are what a copy's make targets install into .pulumi-state/bin:
+// the program (.ci/program.sh) and stackctl (make preview, make destroy).
+var copyBins = []string{"gpu-node-pools", "stackctl"}
+
+// installOnce installs them from the checkout once per test process, with
+// the copies' GOFLAGS.
+var installOnce = sync.OnceValues(func() (string, error) {
+	dir := filepath.Join(proc.RunDir(), "copy-bin")
+	cmd := exec.Command("go", "install", ".", "./cmd/stackctl")
+	cmd.Dir = RepoRoot()
+	// no VCS stamp: a copy has no .git, and the stamp would make the
+	// checkout's build differ from every copy's
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS="+CopyGOFLAGS()+" -mod=readonly -buildvcs=false")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", errors.Join(err, errors.New(string(out)))
+	}
+	return dir, nil
+})
+
+// InstalledBin is the path of one of the binaries every copy starts with
+// (gpu-node-pools or stackctl).
+func InstalledBin(t testing.TB, name string) string {
+	t.Helper()
+	src, err := installOnce()
+	if err != nil {
+		t.Fatalf("go install of the program and stackctl: %v", err)
+	}
+	return filepath.Join(src, name)
+}
+
+// seedBins links the binaries installed once into a copy's
+// .pulumi-state/bin. The copy's own go install then finds them up to date
+// (the same sources build to the same build ID under -trimpath) and links
+// nothing, where every copy linked both again (about 10 s of CPU each). A
+// copy whose sources differ still gets its own: go install writes a new
+// file in place of the link, never into the shared one.
+func seedBins(t testing.TB, dst string) {
+	t.Helper()
+	bin := filepath.Join(dst, ".pulumi-state", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range copyBins {
+		src := InstalledBin(t, b)
+		if err := os.Link(src, filepath.Join(bin, b)); err != nil {
+			copyFile(t, src, filepath.Join(bin, b)) // another file system
+		}
+	}
+}
