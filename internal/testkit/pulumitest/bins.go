@@ -2,24 +2,28 @@ package pulumitest
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/natron/gpu-node-pools/internal/testkit/proc"
 )
 
-// copyBins are what a copy's make targets install into .pulumi-state/bin:
-// the program (.ci/program.sh) and stackctl (make preview, make destroy).
-var copyBins = []string{"gpu-node-pools", "stackctl"}
+// copyBins are what a copy's make targets install into .pulumi-state/bin,
+// by binary name: the program (.ci/program.sh) and stackctl (make preview,
+// make destroy), each with its package.
+var copyBins = map[string]string{"gpu-node-pools": ".", "stackctl": "./cmd/stackctl"}
 
 // installOnce installs them from the checkout once per test process, with
 // the copies' GOFLAGS.
 var installOnce = sync.OnceValues(func() (string, error) {
 	dir := filepath.Join(proc.RunDir(), "copy-bin")
-	cmd := exec.Command("go", "install", ".", "./cmd/stackctl")
+	cmd := exec.Command("go", append([]string{"install"}, slices.Sorted(maps.Values(copyBins))...)...)
 	cmd.Dir = RepoRoot()
 	// no VCS stamp: a copy has no .git, and the stamp would make the
 	// checkout's build differ from every copy's
@@ -53,10 +57,13 @@ func seedBins(t testing.TB, dst string) {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range copyBins {
+	for b := range copyBins {
 		src := InstalledBin(t, b)
-		if err := os.Link(src, filepath.Join(bin, b)); err != nil {
-			copyFile(t, src, filepath.Join(bin, b)) // another file system
+		switch err := os.Link(src, filepath.Join(bin, b)); {
+		case errors.Is(err, syscall.EXDEV): // the copy is on another file system
+			copyFile(t, src, filepath.Join(bin, b))
+		case err != nil:
+			t.Fatal(err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,20 +91,42 @@ func CopyProject(t testing.TB) string {
 	return dst
 }
 
-// programDirs lists the top-level directories the program builds from.
+// programDirs lists the top-level directories the program builds from:
+// not the tests, and not what the checkout's make targets left there (the
+// top-level directories its .gitignore names: a developer's backend, its
+// installed binaries, its renders), which a fresh clone does not have.
 func programDirs(t testing.TB, root string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ignored := ignoredDirs(t, root)
 	var dirs []string
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != ".git" && e.Name() != "tests" && e.Name() != ".github" {
+		if e.IsDir() && e.Name() != ".git" && e.Name() != "tests" && e.Name() != ".github" &&
+			!slices.ContainsFunc(ignored, func(p string) bool { ok, _ := filepath.Match(p, e.Name()); return ok }) {
 			dirs = append(dirs, e.Name())
 		}
 	}
 	return dirs
+}
+
+// ignoredDirs are the patterns of the top-level directories root's
+// .gitignore names ("/rendered-*/").
+func ignoredDirs(t testing.TB, root string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, ".gitignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(l), "/"); ok && strings.HasSuffix(p, "/") && !strings.Contains(strings.TrimSuffix(p, "/"), "/") {
+			out = append(out, strings.TrimSuffix(p, "/"))
+		}
+	}
+	return out
 }
 
 func copyFile(t testing.TB, src, dst string) {
