@@ -8,18 +8,24 @@ set -euo pipefail
 cd "$(dirname "$0")"
 jobs=${TOOLCHAIN_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
-# script and the variable its last line (a bin directory) goes to, longest
-# build first (cold, on 2 cores: kubernetes ~30 min, pulumi ~35, kyverno ~8)
+# the variable a tool's bin directory goes to (its script's last line; "-"
+# for a part of another tool's) and the script with its arguments, longest
+# build first (cold, on 2 cores, two at a time: the Pulumi CLI and the
+# Kubernetes binaries about 15 minutes each, the Kubernetes provider and
+# Kyverno about 12, the External Secrets Operator 8). The Pulumi CLI and
+# its Kubernetes provider are separate jobs: one after the other they were
+# the longest chain (29 minutes of a 38-minute cold build).
 tools=(
-	"kube-apiserver.sh GPU_NODE_POOLS_KUBE_BIN"
-	"install.sh GPU_NODE_POOLS_PULUMI_BIN"
-	"kyverno.sh GPU_NODE_POOLS_KYVERNO_BIN"
-	"external-secrets.sh GPU_NODE_POOLS_ESO_BIN"
-	"rclone.sh GPU_NODE_POOLS_RCLONE_BIN"
-	"etcd.sh GPU_NODE_POOLS_ETCD_BIN"
-	"kwok.sh GPU_NODE_POOLS_KWOK_BIN"
-	"azurite.sh GPU_NODE_POOLS_AZURITE_BIN"
-	"gotestsum.sh GPU_NODE_POOLS_GOTESTSUM_BIN"
+	"GPU_NODE_POOLS_PULUMI_BIN install.sh cli"
+	"GPU_NODE_POOLS_KUBE_BIN kube-apiserver.sh"
+	"- install.sh kubernetes"
+	"GPU_NODE_POOLS_KYVERNO_BIN kyverno.sh"
+	"GPU_NODE_POOLS_ESO_BIN external-secrets.sh"
+	"GPU_NODE_POOLS_RCLONE_BIN rclone.sh"
+	"GPU_NODE_POOLS_ETCD_BIN etcd.sh"
+	"GPU_NODE_POOLS_KWOK_BIN kwok.sh"
+	"GPU_NODE_POOLS_AZURITE_BIN azurite.sh"
+	"GPU_NODE_POOLS_GOTESTSUM_BIN gotestsum.sh"
 )
 logs=$(mktemp -d)
 heart=""
@@ -28,16 +34,18 @@ start=$SECONDS
 
 elapsed() { local d=$(($(date +%s) - $1)); echo "$((d / 60))m$((d % 60))s"; }
 
-# build SCRIPT: one tool, its output and status kept in $logs
+# build SCRIPT [ARGS...]: one tool, its output and status kept in $logs
+# under the script's name and arguments
 build() {
-	local s=$1 t0
+	local s t0
+	s=$(echo "$*" | tr ' ' '-')
 	t0=$(date +%s)
 	echo "$t0" >"$logs/$s.start"
-	if ./"$s" >"$logs/$s.out" 2>"$logs/$s.log"; then
-		[ $(($(date +%s) - t0)) -lt 5 ] || echo "toolchain: $s done in $(elapsed "$t0")" >&2
+	if ./"$1" "${@:2}" >"$logs/$s.out" 2>"$logs/$s.log"; then
+		[ $(($(date +%s) - t0)) -lt 5 ] || echo "toolchain: $* done in $(elapsed "$t0")" >&2
 		echo 0 >"$logs/$s.rc"
 	else
-		echo "toolchain: $s FAILED after $(elapsed "$t0"); its output:" >&2
+		echo "toolchain: $* FAILED after $(elapsed "$t0"); its output:" >&2
 		tail -n 40 "$logs/$s.log" >&2
 		echo 1 >"$logs/$s.rc"
 	fi
@@ -62,22 +70,23 @@ for entry in "${tools[@]}"; do
 		wait -n || true # a slot frees when any build ends
 		n=$((n - 1))
 	fi
-	build "${entry%% *}" &
+	# shellcheck disable=SC2086 # the script and its arguments
+	build ${entry#* } &
 	n=$((n + 1))
 done
 wait_builds() { for p in $(jobs -p); do [ "$p" = "$heart" ] || wait "$p" || true; done; }
 wait_builds
 failed=""
+key() { echo "${1#* }" | tr ' ' '-'; }
 for entry in "${tools[@]}"; do
-	s=${entry%% *}
-	[ "$(cat "$logs/$s.rc" 2>/dev/null)" = 0 ] || failed="$failed $s"
+	[ "$(cat "$logs/$(key "$entry").rc" 2>/dev/null)" = 0 ] || failed="$failed ${entry#* },"
 done
 if [ -n "$failed" ]; then
-	echo "toolchain: failed:$failed" >&2
+	echo "toolchain: failed:${failed%,}" >&2
 	exit 1
 fi
 for entry in "${tools[@]}"; do
-	s=${entry%% *} var=${entry##* }
-	echo "export $var=$(tail -n 1 "$logs/$s.out")"
+	var=${entry%% *}
+	[ "$var" = - ] || echo "export $var=$(tail -n 1 "$logs/$(key "$entry").out")"
 done
 [ $((SECONDS - start)) -lt 5 ] || echo "toolchain: all ready in $(((SECONDS - start) / 60))m$(((SECONDS - start) % 60))s" >&2

@@ -3,7 +3,10 @@
 # host and the Kubernetes resource provider — built from their Go modules,
 # into a per-user cache keyed by version. A second run costs nothing.
 #
-# Prints the bin directory on its last line. Release binaries cannot be
+# Prints the bin directory on its last line. With arguments, builds only
+# the parts they name (cli: the CLI and the language host; kubernetes: the
+# provider), so that all.sh can build them side by side with other tools.
+# Release binaries cannot be
 # downloaded on our build machines; the Go module proxy is all this needs.
 # The azure-native and random providers cannot be built from served modules:
 # AKS stacks get them from Pulumi's usual plugin source on a machine with
@@ -128,9 +131,16 @@ MOD
 	mv "$BIN/pulumi-resource-kubernetes.tmp" "$BIN/pulumi-resource-kubernetes"
 }
 
-build_language_go
-install_language_shim
-build_pulumi
-build_kubernetes
-log "ready in $BIN"
+[ $# -gt 0 ] || set -- cli kubernetes
+for part in "$@"; do
+	case $part in
+	cli) build_language_go && install_language_shim && build_pulumi ;;
+	kubernetes) build_kubernetes ;;
+	*)
+		echo "install.sh: unknown part $part (cli, kubernetes)" >&2
+		exit 2
+		;;
+	esac
+done
+log "$* ready in $BIN"
 echo "$BIN"
