@@ -328,6 +328,7 @@ pulumi preview --stack drifted --non-interactive`
 		t.Fatalf("another preview of the invalid stack succeeded:\n%s", out)
 	}
 	// a link writes a new file; go install only touches an unchanged one
+	// (Go 1.26.8 src/cmd/go/internal/work/exec.go, BuildInstallFunc)
 	if again := programBuilt(t, filepath.Join(n.dir, "own-bin")); !os.SameFile(first, again) {
 		t.Error("the unchanged program was linked again for another preview")
 	}

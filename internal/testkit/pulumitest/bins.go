@@ -50,7 +50,11 @@ func InstalledBin(t testing.TB, name string) string {
 // (the same sources build to the same build ID under -trimpath) and links
 // nothing, where every copy linked both again (about 10 s of CPU each). A
 // copy whose sources differ still gets its own: go install writes a new
-// file in place of the link, never into the shared one.
+// file in place of the link, never into the shared one. Both are the go
+// command's rules (Go 1.26.8, src/cmd/go/internal/work): exec.go's
+// BuildInstallFunc only touches a target already up to date, and
+// shell.go's moveOrCopyFile renames the new binary over the target or,
+// failing that, removes the target before it creates the file anew.
 func seedBins(t testing.TB, dst string) {
 	t.Helper()
 	bin := filepath.Join(dst, ".pulumi-state", "bin")
