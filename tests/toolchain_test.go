@@ -79,3 +79,23 @@ func TestInstallTurnsAnOldLanguageHostIntoTheShims(t *testing.T) {
 		}
 	}
 }
+
+// A part that fails to build fails install.sh, each part on its own and
+// both together, and no bin directory is printed as ready: all.sh would
+// otherwise export a toolchain without the binary.
+func TestInstallFailsWhenAPartFailsToBuild(t *testing.T) {
+	t.Parallel()
+	for _, parts := range [][]string{{"cli"}, {"kubernetes"}, nil} {
+		cache := t.TempDir()
+		install := exec.Command(filepath.Join(pulumitest.RepoRoot(), ".ci", "toolchain", "install.sh"), parts...)
+		// no go on PATH: every build fails at once
+		install.Env = append(os.Environ(), "GPU_NODE_POOLS_TOOLCHAIN="+cache, "PATH=/usr/bin:/bin")
+		out, err := install.CombinedOutput()
+		if err == nil {
+			t.Errorf("install.sh %v with no go succeeded:\n%s", parts, out)
+		}
+		if strings.Contains(string(out), "ready in") {
+			t.Errorf("install.sh %v said a failed build was ready:\n%s", parts, out)
+		}
+	}
+}

@@ -134,7 +134,13 @@ MOD
 [ $# -gt 0 ] || set -- cli kubernetes
 for part in "$@"; do
 	case $part in
-	cli) build_language_go && install_language_shim && build_pulumi ;;
+	cli)
+		# one command a line: set -e does not apply inside an && list,
+		# where a failed build went on to "ready"
+		build_language_go
+		install_language_shim
+		build_pulumi
+		;;
 	kubernetes) build_kubernetes ;;
 	*)
 		echo "install.sh: unknown part $part (cli, kubernetes)" >&2
