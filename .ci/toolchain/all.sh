@@ -34,11 +34,13 @@ start=$SECONDS
 
 elapsed() { local d=$(($(date +%s) - $1)); echo "$((d / 60))m$((d % 60))s"; }
 
+# key "SCRIPT [ARGS...]": the name a build's files in $logs go under
+key() { echo "$1" | tr ' ' '-'; }
+
 # build SCRIPT [ARGS...]: one tool, its output and status kept in $logs
-# under the script's name and arguments
 build() {
 	local s t0
-	s=$(echo "$*" | tr ' ' '-')
+	s=$(key "$*")
 	t0=$(date +%s)
 	echo "$t0" >"$logs/$s.start"
 	if ./"$1" "${@:2}" >"$logs/$s.out" 2>"$logs/$s.log"; then
@@ -77,9 +79,8 @@ done
 wait_builds() { for p in $(jobs -p); do [ "$p" = "$heart" ] || wait "$p" || true; done; }
 wait_builds
 failed=""
-key() { echo "${1#* }" | tr ' ' '-'; }
 for entry in "${tools[@]}"; do
-	[ "$(cat "$logs/$(key "$entry").rc" 2>/dev/null)" = 0 ] || failed="$failed ${entry#* },"
+	[ "$(cat "$logs/$(key "${entry#* }").rc" 2>/dev/null)" = 0 ] || failed="$failed ${entry#* },"
 done
 if [ -n "$failed" ]; then
 	echo "toolchain: failed:${failed%,}" >&2
@@ -87,6 +88,6 @@ if [ -n "$failed" ]; then
 fi
 for entry in "${tools[@]}"; do
 	var=${entry%% *}
-	[ "$var" = - ] || echo "export $var=$(tail -n 1 "$logs/$(key "$entry").out")"
+	[ "$var" = - ] || echo "export $var=$(tail -n 1 "$logs/$(key "${entry#* }").out")"
 done
 [ $((SECONDS - start)) -lt 5 ] || echo "toolchain: all ready in $(((SECONDS - start) / 60))m$(((SECONDS - start) % 60))s" >&2
