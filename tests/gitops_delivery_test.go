@@ -16,6 +16,7 @@ import (
 	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/internal/testkit/delivery"
+	"github.com/natron/gpu-node-pools/internal/testkit/gpustack"
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 	"github.com/natron/gpu-node-pools/internal/testkit/nodesim"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
@@ -118,18 +119,17 @@ func simCluster(t *testing.T, seed *kubeapi.Seed, p *plan.Stack, namespaces ...s
 	t.Helper()
 	srv := kubeapi.StartCluster(t, kubeapi.WithInputsGate(), kubeapi.WithSeed(seed))
 	srv.Create(t, nodesim.CPUNode("platform-0", 16, 64), nodesim.CPUNode("platform-1", 16, 64))
-	addPoolNodes(t, srv, p)
+	stack := gpustack.Start(t, srv.Kubeconfig, gpustack.Hardware{Plugin: devicePlugin(p)})
+	addPoolNodes(t, srv, stack, p)
 	var host []map[string]any
 	for _, ns := range namespaces {
 		host = append(host, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
-	}
-	if rc := p.Platform.RuntimeClass(); rc != "" { // the GPU operator's, made at run time
-		host = append(host, map[string]any{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": map[string]any{"name": rc}, "handler": rc})
 	}
 	if len(host) > 0 {
 		srv.Create(t, host...)
 	}
 	c := delivery.Connect(t, srv)
+	c.GPU = stack
 	c.StartProvisioner(t)
 	c.StartOperators(t, delivery.KEDACerts)
 	c.Limit = convergeLimit
@@ -138,18 +138,19 @@ func simCluster(t *testing.T, seed *kubeapi.Seed, p *plan.Stack, namespaces ...s
 }
 
 // addPoolNodes gives each pool of p that has no node yet the nodes its
-// models and jobs need, as the cluster autoscaler would.
-func addPoolNodes(t *testing.T, srv *kubeapi.Server, p *plan.Stack) {
+// models and jobs need, as the cluster autoscaler would: hosts of the
+// pool's SKU (the GPU stack's hardware), joining with no GPUs advertised.
+func addPoolNodes(t *testing.T, srv *kubeapi.Server, stack *gpustack.Stack, p *plan.Stack) {
 	t.Helper()
 	var nodes []map[string]any
-	plugin := devicePlugin(p)
+	stack.Join(p.Pools...)
 	have := strings.Fields(srv.Kubectl(t, "get", "nodes", "-o", "name"))
 	for _, pool := range p.Pools {
 		if slices.Contains(have, "node/"+nodesim.GPUNodeName(pool.Facts.Name, 0)) {
 			continue
 		}
 		for i := range nodesFor(p, pool.Facts) {
-			nodes = append(nodes, nodesim.GPUNode(pool, i, plugin))
+			nodes = append(nodes, nodesim.JoiningGPUNode(pool, i))
 		}
 	}
 	if len(nodes) > 0 {
@@ -327,7 +328,7 @@ func editYAML(t *testing.T, from, to string, edit func(map[string]any)) {
 }
 
 // The delivery harness catches the defect the program had: with the
-// ExternalSecrets back in the custom-resources layer (wave 2, after the
+// ExternalSecrets back in the custom-resources layer (the last wave, after the
 // Job and Deployments that read their Secrets), the first sync of the dev
 // stack never completes, with either tool: the kubelet does not start the
 // download and the engines, Flux's wait on the resources layer fails and
@@ -339,7 +340,7 @@ func TestFirstDeliveryFailsWithSecretsLate(t *testing.T) {
 		t.Run(tool, func(t *testing.T) {
 			t.Parallel() // each on its own cluster
 			dir, p := renderFor(t, "dev", tool, "")
-			if n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), "ExternalSecret", gitops.Layers[1], gitops.Layers[2]); n == 0 {
+			if n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), "ExternalSecret", gitops.Layers[1], gitops.Layers[len(gitops.Layers)-1]); n == 0 {
 				t.Fatal("the dev render has no ExternalSecret to move")
 			}
 			if len(inputsBeforePods(treeObjects(t, dir))) == 0 {
@@ -352,9 +353,10 @@ func TestFirstDeliveryFailsWithSecretsLate(t *testing.T) {
 			if err == nil {
 				t.Fatal("the sync completed with every Secret a layer late: the harness does not see the order")
 			}
-			for _, want := range []string{"2-resources", "Secret/"} {
-				if tool == gitops.ArgoCD && want == "2-resources" {
-					want = "wave 1"
+			// the first layer with a reader of the Secrets: the download's
+			for _, want := range []string{gitops.Layers[2].Dir, "Secret/"} {
+				if tool == gitops.ArgoCD && want == gitops.Layers[2].Dir {
+					want = "wave 2"
 				}
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("the failure does not name %q: %v", want, err)

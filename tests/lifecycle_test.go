@@ -114,7 +114,7 @@ func (l *lifecycle) apply(t *testing.T, change func(*config.Config)) {
 	if change != nil {
 		l.changes = append(l.changes, change)
 	}
-	addPoolNodes(t, l.c.Srv, l.resolve(t))
+	addPoolNodes(t, l.c.Srv, l.c.GPU, l.resolve(t))
 	if l.mode == direct {
 		l.up(t)
 	} else {

@@ -123,7 +123,7 @@ func TestGPUPlatformNeedsPrivileged(t *testing.T) {
 	t.Parallel()
 	for _, stack := range []string{"dev", "prod"} {
 		p := stackPlan(t, stack)
-		gpu, other := gpuDaemonSets(t, p)
+		gpu, other, _ := gpuStack(t, p)
 		needed := podsecurity.Restricted
 		for _, d := range append(gpu, other...) {
 			if d["kind"] == "Namespace" {

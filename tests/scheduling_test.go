@@ -18,6 +18,7 @@ import (
 	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/podsecurity"
+	"github.com/natron/gpu-node-pools/internal/testkit/gpustack"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 	"github.com/natron/gpu-node-pools/internal/testkit/nodesim"
@@ -33,7 +34,8 @@ import (
 // the program's own mapping functions and the real charts: each model's
 // engine Deployment, its weight download Job, a run of each batch job, and
 // what they need to be admitted (priorities, the download's service
-// account, weight claims bound to static volumes, the runtime class).
+// account, weight claims bound to static volumes); the runtime class is
+// the GPU operator's, made at run time (gpustack).
 func workloadsOf(t *testing.T, p *plan.Stack) []map[string]any {
 	t.Helper()
 	sp := p.Serving
@@ -50,9 +52,6 @@ func workloadsOf(t *testing.T, p *plan.Stack) []map[string]any {
 	for _, pc := range serving.PriorityClasses {
 		objs = append(objs, map[string]any{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
 			"metadata": map[string]any{"name": pc.Name}, "value": pc.Value, "preemptionPolicy": pc.Preemption})
-	}
-	if rc := p.Platform.RuntimeClass(); rc != "" { // the GPU operator's
-		objs = append(objs, map[string]any{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": map[string]any{"name": rc}, "handler": rc})
 	}
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
 	for _, e := range sp.Engines {
@@ -127,16 +126,14 @@ func platformWorkloads(t *testing.T, p *plan.Stack) []map[string]any {
 	return objs
 }
 
-// gpuDaemonSets are the GPU stack's DaemonSets as they run on the
-// cluster: the device plugin and DCGM exporter charts rendered with the
-// program's values or, with the GPU operator, the operand DaemonSets the
-// operator creates at run time (its Go module is not served): each with
-// its asset's node selector (nodesim.OperandSelectors, from
-// assets/state-*/0500_daemonset.yaml and state-dcgm-exporter at v26.7.0)
-// and the tolerations our rendered ClusterPolicy gives every operand
-// (spec.daemonsets.tolerations). Other objects of the charts (the
-// operator's Deployment, NFD) come back as the second list.
-func gpuDaemonSets(t *testing.T, p *plan.Stack) (gpu, other []map[string]any) {
+// gpuStack is the GPU stack as the program delivers it, rendered from the
+// charts with the program's values: its DaemonSets on GPU nodes (the
+// device plugin and DCGM exporter charts), its other objects (the GPU
+// operator's Deployment, NFD's), and the custom resources it reconciles
+// (the ClusterPolicy). What the GPU operator makes at run time (its
+// RuntimeClass, operand DaemonSets, node labels) and the GPUs the device
+// plugin advertises are the stand-ins' (package gpustack), once these run.
+func gpuStack(t *testing.T, p *plan.Stack) (gpu, other, custom []map[string]any) {
 	t.Helper()
 	charts := filepath.Join(pulumitest.SharedDir(t), "charts")
 	ns := p.Platform.Namespace
@@ -145,10 +142,7 @@ func gpuDaemonSets(t *testing.T, p *plan.Stack) (gpu, other []map[string]any) {
 		for _, o := range helmtest.RenderRelease(t, charts, rel, ns) {
 			switch o["kind"] {
 			case "ClusterPolicy":
-				tolerations := helmtest.Get(o, "spec", "daemonsets", "tolerations")
-				for name, label := range nodesim.OperandSelectors {
-					gpu = append(gpu, daemonSet(ns, name, map[string]any{label: "true"}, tolerations))
-				}
+				custom = append(custom, o)
 			case "DaemonSet":
 				if rel.Chart.Name == platform.GPUOperatorChart.Name { // NFD's, a host agent
 					other = append(other, o)
@@ -168,20 +162,12 @@ func gpuDaemonSets(t *testing.T, p *plan.Stack) (gpu, other []map[string]any) {
 			delete(spec, "serviceAccountName")
 		}
 	}
-	return gpu, other
+	return gpu, other, custom
 }
 
-// daemonSet is a minimal DaemonSet: what the scheduler reads of one.
-func daemonSet(ns, name string, selector map[string]any, tolerations any) map[string]any {
-	labels := map[string]any{"app": name}
-	spec := map[string]any{"nodeSelector": selector, "containers": []any{map[string]any{"name": name, "image": "nvcr.io/nvidia/" + name}}}
-	if tolerations != nil {
-		spec["tolerations"] = tolerations
-	}
-	return map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{"selector": map[string]any{"matchLabels": labels},
-			"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": spec}}}
-}
+// operands are the DaemonSets the GPU operator stand-in makes on GPU
+// nodes (gpustack), by name.
+var operands = []string{"nvidia-device-plugin-daemonset", "gpu-feature-discovery"}
 
 // devicePlugin is the device plugin's configuration the stack's platform
 // registers (the device plugin chart's values, or the GPU operator's).
@@ -250,13 +236,12 @@ func simulate(t *testing.T, p *plan.Stack, extra []map[string]any, want int, zer
 	t.Helper()
 	s := &simulated{srv: kubeapi.StartCluster(t), poolOf: map[string]string{}, gpuDS: map[string]bool{}}
 	var nodes []map[string]any
-	plugin := devicePlugin(p)
 	for _, pool := range p.Pools {
 		if slices.Contains(zero, pool.Spec.Name) {
 			continue // scaled to zero
 		}
 		for i := range nodesFor(p, pool.Facts) {
-			n := nodesim.GPUNode(pool, i, plugin)
+			n := nodesim.JoiningGPUNode(pool, i)
 			nodes = append(nodes, n)
 			s.poolOf[n["metadata"].(map[string]any)["name"].(string)] = pool.Spec.Name
 		}
@@ -266,9 +251,16 @@ func simulate(t *testing.T, p *plan.Stack, extra []map[string]any, want int, zer
 		s.nodes = append(s.nodes, n["metadata"].(map[string]any)["name"].(string))
 	}
 	s.srv.Create(t, nodes...)
-	gpu, other := gpuDaemonSets(t, p)
+	stack := gpustack.Start(t, s.srv.Kubeconfig, gpustack.Hardware{Pools: p.Pools, Plugin: devicePlugin(p)})
+	gpu, other, custom := gpuStack(t, p)
 	for _, d := range gpu {
 		s.gpuDS[d["metadata"].(map[string]any)["name"].(string)] = true
+	}
+	if len(custom) > 0 {
+		for _, name := range operands {
+			s.gpuDS[name] = true
+		}
+		installChartCRDs(t, s.srv, filepath.Base(platform.GPUOperatorChart.Archive(filepath.Join(pulumitest.SharedDir(t), "charts"))))
 	}
 	platformObjs := platformWorkloads(t, p)
 	var namespaces []map[string]any
@@ -280,7 +272,12 @@ func simulate(t *testing.T, p *plan.Stack, extra []map[string]any, want int, zer
 		}
 	}
 	s.srv.Create(t, namespaces...)
-	s.srv.Create(t, append(append(other, gpu...), platformObjs...)...)
+	// The GPU stack first, as the delivery orders it: GPU pods are
+	// refused without its RuntimeClass and unschedulable without the GPUs
+	// its device plugin advertises.
+	s.srv.Create(t, append(append(other, gpu...), custom...)...)
+	stack.WaitAdvertised(t, 2*time.Minute)
+	s.srv.Create(t, platformObjs...)
 	s.srv.Create(t, s.workloads...)
 	if len(extra) > 0 {
 		s.srv.Create(t, extra...)
@@ -292,6 +289,9 @@ func simulate(t *testing.T, p *plan.Stack, extra []map[string]any, want int, zer
 		} else if o["kind"] == "Deployment" {
 			want++
 		}
+	}
+	if len(custom) > 0 {
+		daemonPods += len(operands) // the operator's, at least one each
 	}
 	s.pods = settle(t, s.srv, want+daemonPods)
 	t.Logf("where the %s stack's pods run:\n%s", p.Target.Name(), report(s.pods, s.poolOf))

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/natron/gpu-node-pools/internal/testkit/gpustack"
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 )
 
@@ -38,6 +39,8 @@ type Cluster struct {
 	Limit time.Duration
 	// Log, when set, is told each step as it ends.
 	Log func(Step)
+	// GPU is the GPU stack's stand-ins on the cluster, when they run.
+	GPU *gpustack.Stack
 	// inventory is what each Kustomization or Application applied last,
 	// to prune what leaves it.
 	inventory map[string][]*unstructured.Unstructured

@@ -127,9 +127,11 @@ func StartCluster(t testing.TB, opts ...Option) *Server {
 }
 
 // Create writes objects with kubectl create (a Node keeps the capacity in
-// its status that way, which apply would drop).
+// its status that way, which apply would drop). It refuses what an
+// upstream component makes at run time (MadeAtRunTime).
 func (s *Server) Create(t testing.TB, objs ...map[string]any) {
 	t.Helper()
+	refuseRunTimeObjects(t, objs)
 	f := filepath.Join(t.TempDir(), "objects.yaml")
 	pulumitest.WriteManifests(t, f, objs)
 	s.Kubectl(t, "create", "-f", f)
@@ -139,6 +141,7 @@ func (s *Server) Create(t testing.TB, objs ...map[string]any) {
 // (the server's message) and whether it failed.
 func (s *Server) TryCreate(t testing.TB, objs ...map[string]any) (string, error) {
 	t.Helper()
+	refuseRunTimeObjects(t, objs)
 	f := filepath.Join(t.TempDir(), "objects.yaml")
 	pulumitest.WriteManifests(t, f, objs)
 	return s.TryKubectl("create", "-f", f)

@@ -2,13 +2,10 @@ package nodesim
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"strings"
 
-	"github.com/natron/gpu-node-pools/components/platform"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
-	"github.com/natron/gpu-node-pools/stacks/target/registry"
 )
 
 // GFDLabels are the labels GPU feature discovery (k8s-device-plugin
@@ -68,30 +65,20 @@ func sanitise(s string) string {
 	return strings.Join(strings.Fields(unsafeChars.ReplaceAllString(s, "")), "-")
 }
 
-// GPUNode is node i of a pool as the cluster has it once the GPU stack ran:
-// the labels the pool's nodes register with, NFD's PCI labels, the GPU
-// operator's (bare metal) and GPU feature discovery's, the pool's taints,
-// and the SKU's capacity with the GPU resources the device plugin, as
-// configured, advertises there.
-func GPUNode(r gpupool.Resolved, i int, d DevicePlugin) map[string]any {
+// JoiningGPUNode is node i of a pool as it joins the cluster, before any
+// of the GPU stack has run on it: the labels the pool's nodes register
+// with (their kubelet's --node-labels) and its taints, and the host's CPU,
+// memory and pods, with no GPU capacity and none of NFD's, the GPU
+// operator's or GPU feature discovery's labels: those come from the GPU
+// stack's stand-ins once their pods run there (package gpustack).
+func JoiningGPUNode(r gpupool.Resolved, i int) map[string]any {
 	p := r.Facts
-	name := GPUNodeName(p.Name, i)
-	labels := gpupool.NodeLabels(r)
-	if t, ok := registry.Lookup(string(p.Target)); ok && t.Defaults().GPUStack == platform.GPUOperator { // NFD and the operator run with the GPU operator
-		maps.Copy(labels, NFDPCILabels(NFDDefaultConfig(), HostDevices(r.SKU)))
-		labels = OperatorLabels(labels)
-	}
-	maps.Copy(labels, GFDLabels(p))
 	var taints []any
 	for _, t := range p.Tolerations {
 		taints = append(taints, map[string]any{"key": t.Key, "value": t.Value, "effect": t.Effect})
 	}
 	capacity := map[string]any{"cpu": fmt.Sprint(r.SKU.VCPUs), "memory": fmt.Sprintf("%dGi", r.SKU.MemoryGiB), "pods": "110"}
-	slice, _ := r.SKU.GPU.Slice(r.Spec.MIGProfile)
-	for res, n := range d.Resources(r.SKU, slice, labels) {
-		capacity[res] = fmt.Sprint(n)
-	}
-	return node(name, labels, taints, capacity)
+	return node(GPUNodeName(p.Name, i), gpupool.NodeLabels(r), taints, capacity)
 }
 
 // GPUNodeName is the name of node i of a pool.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/natron/gpu-node-pools/internal/catalog"
+	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 )
 
 // Capacity annotations the cluster autoscaler's Cluster API provider reads
@@ -83,7 +84,15 @@ func ClusterAPITemplateNode(md map[string]any, name string) map[string]any {
 			taints = append(taints, t)
 		}
 	}
-	return node(name, labels, taints, capacity)
+	return templateNode(name, labels, taints, capacity)
+}
+
+// templateNode is a node the autoscaler imagines, marked as such: it may
+// carry the GPUs its node group promises (kubeapi.MadeAtRunTime).
+func templateNode(name string, labels map[string]string, taints []any, capacity map[string]any) map[string]any {
+	n := node(name, labels, taints, capacity)
+	n["metadata"].(map[string]any)["annotations"].(map[string]any)[kubeapi.TemplateNodeAnnotation] = "true"
+	return n
 }
 
 // managedLabel is isManagedLabel (clusterapi_utils.go).
@@ -122,5 +131,5 @@ func AKSTemplateNode(pool string, sku catalog.SKU, nodeLabels map[string]string,
 		key, value, _ := strings.Cut(kv, "=")
 		ts = append(ts, map[string]any{"key": key, "value": value, "effect": effect})
 	}
-	return node(name, labels, ts, capacity)
+	return templateNode(name, labels, ts, capacity)
 }
