@@ -324,10 +324,11 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			"gitrepositories.source.toolkit.fluxcd.io":   {"-n", "flux-system"},
 			"kustomizations.kustomize.toolkit.fluxcd.io": {"-n", "flux-system"},
 		}, map[string]int{"gitrepositories.source.toolkit.fluxcd.io": 1, "kustomizations.kustomize.toolkit.fluxcd.io": 2 * len(gitops.Layers)})
-		custom := "acme-gitops-gpu-management-" + gitops.Layers[2].Dir
+		last, before := gitops.Layers[len(gitops.Layers)-1].Dir, gitops.Layers[len(gitops.Layers)-2].Dir
+		custom := "acme-gitops-gpu-management-" + last
 		if got := srv.Kubectl(t, "get", "kustomizations.kustomize.toolkit.fluxcd.io", custom, "-n", "flux-system", "-o",
-			"jsonpath={.spec.dependsOn[0].name} {.spec.kubeConfig.secretRef.name} {.spec.path}"); got != "acme-gitops-gpu-management-"+gitops.Layers[1].Dir+
-			" natron-management-kubeconfig ./clusters/acme/gpu/management/"+gitops.Layers[2].Dir {
+			"jsonpath={.spec.dependsOn[0].name} {.spec.kubeConfig.secretRef.name} {.spec.path}"); got != "acme-gitops-gpu-management-"+before+
+			" natron-management-kubeconfig ./clusters/acme/gpu/management/"+last {
 			t.Errorf("Kustomization %s: %s", custom, got)
 		}
 		if _, err := flux.Destroy(ctx); err != nil {

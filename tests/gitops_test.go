@@ -70,7 +70,7 @@ func TestRenderedDevStackSyncsInOrder(t *testing.T) {
 			obj := object{file: p, apiVersion: o["apiVersion"].(string), kind: o["kind"].(string), name: meta["name"].(string), wave: wave}
 			obj.namespace, _ = meta["namespace"].(string)
 			obj.spec, _ = o["spec"].(map[string]any)
-			layer := gitops.Classify(obj.apiVersion, obj.kind)
+			layer := gitops.Place(o)
 			if filepath.Base(filepath.Dir(p)) != layer.Dir || wave != layer.Wave {
 				t.Errorf("%s (%s %s): in %s with wave %d, want %s with wave %d", p, obj.apiVersion, obj.kind, filepath.Base(filepath.Dir(p)), wave, layer.Dir, layer.Wave)
 			}
@@ -148,7 +148,8 @@ func TestRenderedDevStackSyncsInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{filepath.Join("workload", gitops.Layers[1].Dir, gitops.FileName("apps/v1", "Deployment", "models", serving.DeploymentName("llama3-8b")))}
+	want := []string{filepath.Join("workload", gitops.Place(map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"runtimeClassName": "nvidia"}}}}).Dir, gitops.FileName("apps/v1", "Deployment", "models", serving.DeploymentName("llama3-8b")))}
 	if !slices.Equal(again.Changed, want) || len(again.Added)+len(again.Removed) > 0 {
 		t.Errorf("a new image tag changed %v, added %v, removed %v; want exactly %v", again.Changed, again.Added, again.Removed, want)
 	}

@@ -134,27 +134,70 @@ func TestKustomizationsDependInLayerOrder(t *testing.T) {
 	}
 }
 
-func TestClassify(t *testing.T) {
+// Each object's layer follows from what it needs: a pod that asks for the
+// GPU stack's RuntimeClass or GPUs comes after every other pod (the GPU
+// operator and device plugin among them), whose inputs come before them.
+func TestPlace(t *testing.T) {
 	t.Parallel()
+	deploy := func(spec map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": map[string]any{"template": map[string]any{"spec": spec}}}
+	}
+	gpuLimits := map[string]any{"containers": []any{map[string]any{"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": 1}}}}}
+	migInit := map[string]any{"initContainers": []any{map[string]any{"resources": map[string]any{"requests": map[string]any{"nvidia.com/mig-3g.40gb": 1}}}}}
+	cron := map[string]any{"apiVersion": "batch/v1", "kind": "CronJob", "spec": map[string]any{"jobTemplate": map[string]any{"spec": map[string]any{"template": map[string]any{"spec": gpuLimits}}}}}
 	for _, tc := range []struct {
-		apiVersion, kind string
-		layer            int
+		name  string
+		obj   map[string]any
+		layer string
 	}{
-		{"v1", "Namespace", 0},
-		{"apiextensions.k8s.io/v1", "CustomResourceDefinition", 0},
-		{"apps/v1", "Deployment", 1},
-		{"v1", "ConfigMap", 1},
-		{"rbac.authorization.k8s.io/v1", "ClusterRole", 1},
-		{"admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", 1},
-		{"scheduling.k8s.io/v1", "PriorityClass", 1},
-		{"nvidia.com/v1", "ClusterPolicy", 2},
-		{"kyverno.io/v1", "ClusterPolicy", 2},
-		{"keda.sh/v1alpha1", "ScaledObject", 2},
-		{"velero.io/v1", "Schedule", 2},
-		{"monitoring.coreos.com/v1", "PrometheusRule", 2},
+		{"namespace", map[string]any{"apiVersion": "v1", "kind": "Namespace"}, "1-namespaces-crds"},
+		{"CRD", map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition"}, "1-namespaces-crds"},
+		{"config map", map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}, "1a-inputs"},
+		{"cluster role", map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole"}, "1a-inputs"},
+		{"priority class", map[string]any{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"}, "1a-inputs"},
+		{"network policy", map[string]any{"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy"}, "1a-inputs"},
+		{"claim", map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim"}, "1a-inputs"},
+		{"external secret", map[string]any{"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret"}, "1a-inputs"},
+		{"cilium policy", map[string]any{"apiVersion": "cilium.io/v2", "kind": "CiliumNetworkPolicy"}, "1a-inputs"},
+		{"GPU operator's cluster policy", map[string]any{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy"}, "1a-inputs"},
+		{"webhook", map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration"}, "1b-providers"},
+		{"operator", deploy(map[string]any{"containers": []any{map[string]any{"name": "op"}}}), "1b-providers"},
+		{"download job", map[string]any{"apiVersion": "batch/v1", "kind": "Job", "spec": map[string]any{"template": map[string]any{"spec": map[string]any{}}}}, "1b-providers"},
+		{"model server", deploy(gpuLimits), "2-resources"},
+		{"runtime class only", deploy(map[string]any{"runtimeClassName": "nvidia"}), "2-resources"},
+		{"MIG init container", deploy(migInit), "2-resources"},
+		{"GPU batch job", cron, "2-resources"},
+		{"kyverno policy", map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy"}, "3-custom-resources"},
+		{"scaled object", map[string]any{"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject"}, "3-custom-resources"},
+		{"velero schedule", map[string]any{"apiVersion": "velero.io/v1", "kind": "Schedule"}, "3-custom-resources"},
+		{"prometheus rule", map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule"}, "3-custom-resources"},
 	} {
-		if got := gitops.Classify(tc.apiVersion, tc.kind); got != gitops.Layers[tc.layer] {
-			t.Errorf("%s %s: layer %s, want %s", tc.apiVersion, tc.kind, got.Dir, gitops.Layers[tc.layer].Dir)
+		if got := gitops.Place(tc.obj).Dir; got != tc.layer {
+			t.Errorf("%s: layer %s, want %s", tc.name, got, tc.layer)
+		}
+	}
+}
+
+// No layer moves an object of an earlier release's layout to a later
+// layer: Flux would delete it before the later Kustomization applies it.
+func TestLayersOnlyGrowEarlier(t *testing.T) {
+	t.Parallel()
+	released := []string{"1-namespaces-crds", "2-resources", "3-custom-resources"} // the first layout
+	var now []string
+	for _, l := range gitops.Layers {
+		now = append(now, l.Dir)
+	}
+	last := -1
+	for _, dir := range released {
+		i := slices.Index(now, dir)
+		if i < 0 || i < last {
+			t.Fatalf("layers %v drop or reorder the released %v", now, released)
+		}
+		last = i
+	}
+	for i, l := range gitops.Layers {
+		if l.Wave != i {
+			t.Errorf("layer %s: wave %d, want %d (its place)", l.Dir, l.Wave, i)
 		}
 	}
 }
@@ -219,7 +262,8 @@ func TestArrange(t *testing.T) {
 	}
 	write("0-crd/apiextensions.k8s.io_v1-customresourcedefinition-default-widgets.example.com.yaml",
 		map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": meta("widgets.example.com", "")})
-	write("1-manifest/apps_v1-deployment-models-engine.yaml", map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta("engine", "models")})
+	write("1-manifest/apps_v1-deployment-models-engine.yaml", map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta("engine", "models"),
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"runtimeClassName": "nvidia"}}}})
 	write("1-manifest/v1-namespace-default-models.yaml", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta("models", "")})
 	write("1-manifest/example.com_v1-widget-models-w.yaml", map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta("w", "models")})
 	if err := gitops.Arrange(dir); err != nil {
@@ -237,6 +281,8 @@ func TestArrange(t *testing.T) {
 		"workload/1-namespaces-crds/apiextensions.k8s.io_v1-customresourcedefinition-widgets.example.com.yaml",
 		"workload/1-namespaces-crds/kustomization.yaml",
 		"workload/1-namespaces-crds/v1-namespace-models.yaml",
+		"workload/1a-inputs/kustomization.yaml",
+		"workload/1b-providers/kustomization.yaml",
 		"workload/2-resources/apps_v1-deployment-models-engine.yaml",
 		"workload/2-resources/kustomization.yaml",
 		"workload/3-custom-resources/example.com_v1-widget-models-w.yaml",
@@ -255,7 +301,15 @@ func TestArrange(t *testing.T) {
 	var kinds []string
 	for _, r := range res.Resources() {
 		kinds = append(kinds, r.GetKind())
-		layer := gitops.Classify(r.GetApiVersion(), r.GetKind())
+		var o map[string]any
+		b, err := r.AsYAML()
+		if err == nil {
+			err = yaml.Unmarshal(b, &o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		layer := gitops.Place(o)
 		if w := r.GetAnnotations()[gitops.SyncWave]; w != string(rune('0'+layer.Wave)) {
 			t.Errorf("%s %s: wave %q, want %d", r.GetKind(), r.GetName(), w, layer.Wave)
 		}

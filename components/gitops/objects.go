@@ -18,35 +18,142 @@ type Layer struct {
 	Wave int
 }
 
-// Layers, in apply order: Namespaces and CRDs; the built-in Kubernetes
-// objects (operators' Deployments, RBAC, webhooks, Services, ...); then
-// the custom resources, whose CRDs and operators the earlier layers (or
-// the platform) bring.
+// Layers, in apply order. An object's layer follows from what it needs,
+// so that whatever a pod needs exists (or is being made) before the pod:
+//   - Namespaces and CRDs;
+//   - inputs: what pods read and what tells an operator what to make for
+//     them, none of which runs a pod (Place);
+//   - providers: the pods that need nothing the GPU stack makes at run
+//     time: operators (the GPU operator, which makes the RuntimeClass and
+//     the device plugin that advertises the GPUs), the weight downloads,
+//     gateways, agents, with the webhooks and API services they serve;
+//   - the pods that need the GPU stack's RuntimeClass or GPUs (the model
+//     servers, batch jobs): their downloads finished, their GPUs
+//     advertised;
+//   - the other custom resources, whose CRDs and operators the earlier
+//     layers (or the platform) bring.
+//
+// Flux deletes an object that moves to a later Kustomization before the
+// later one applies it (fluxcd/kustomize-controller#338), and leaves one
+// that moves to an earlier one alone: the layers added since the first
+// release (1a, 1b) come before the ones that held their objects, so no
+// object of an earlier render moves later.
 var Layers = []Layer{
 	{Dir: "1-namespaces-crds", Wave: 0},
-	{Dir: "2-resources", Wave: 1},
-	{Dir: "3-custom-resources", Wave: 2},
+	{Dir: "1a-inputs", Wave: 1},
+	{Dir: "1b-providers", Wave: 2},
+	{Dir: "2-resources", Wave: 3},
+	{Dir: "3-custom-resources", Wave: 4},
 }
 
-// Classify is the layer of an object, by its apiVersion and kind. Built-in
-// means a group the Kubernetes API server serves itself (client-go's
-// scheme, which registers every built-in group). ExternalSecrets go with
-// the built-in objects: the pods of that layer read the Secrets they make
-// (a pod whose Secret came a layer later would never start, and its layer
-// never become healthy), and their CRD and operator are the platform's,
-// there before the tree.
-func Classify(apiVersion, kind string) Layer {
+// Layer indexes, by what the layer holds.
+const (
+	layerCRDs = iota
+	layerInputs
+	layerProviders
+	layerGPUWorkloads
+	layerCustom
+)
+
+// inputKinds are the custom resources whose effect pods need, made at run
+// time by the platform's operators or the GPU stack's: the Secrets the
+// External Secrets Operator writes, the flows Cilium allows, and the GPU
+// operator's ClusterPolicy, from which it makes the RuntimeClass and the
+// device plugin (gpu-operator v26.7.0 controllers/state_manager.go). None
+// needs a webhook of the tree to be admitted.
+var inputKinds = map[string]bool{
+	ExternalSecretsGroup + "/ExternalSecret": true,
+	"cilium.io/CiliumNetworkPolicy":          true,
+	"nvidia.com/ClusterPolicy":               true,
+}
+
+// serving are built-in kinds that need their pods to answer: an admission
+// webhook or aggregated API service without its pods refuses or stalls
+// the requests it intercepts, so it goes with the workloads.
+var serving = map[string]bool{
+	"admissionregistration.k8s.io/MutatingWebhookConfiguration":   true,
+	"admissionregistration.k8s.io/ValidatingWebhookConfiguration": true,
+	"apiregistration.k8s.io/APIService":                           true,
+}
+
+// Place is an object's layer, from what it needs (Layers): by its
+// apiVersion and kind and, for what runs pods, by whether its pods ask for
+// a RuntimeClass or for extended resources of nvidia.com (which only the
+// GPU stack makes, at run time). Built-in means a group the Kubernetes API
+// server serves itself (client-go's scheme, which registers every
+// built-in group).
+func Place(obj map[string]any) Layer {
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
 	if kind == "Namespace" || kind == "CustomResourceDefinition" {
-		return Layers[0]
+		return Layers[layerCRDs]
 	}
 	group, _, found := strings.Cut(apiVersion, "/")
 	if !found {
 		group = "" // the core group: v1
 	}
-	if scheme.Scheme.IsGroupRegistered(group) || (group == ExternalSecretsGroup && kind == "ExternalSecret") {
-		return Layers[1]
+	switch {
+	case inputKinds[group+"/"+kind]:
+		return Layers[layerInputs]
+	case !scheme.Scheme.IsGroupRegistered(group):
+		return Layers[layerCustom]
+	case serving[group+"/"+kind]:
+		return Layers[layerProviders]
 	}
-	return Layers[2]
+	spec, runsPods := PodSpec(obj)
+	switch {
+	case !runsPods:
+		return Layers[layerInputs]
+	case needsGPUStack(spec):
+		return Layers[layerGPUWorkloads]
+	}
+	return Layers[layerProviders]
+}
+
+// PodSpec is the pod spec of an object that makes pods (a Pod, a
+// workload's template, a CronJob's job template; nil when it has none)
+// and whether the object makes pods.
+func PodSpec(obj map[string]any) (map[string]any, bool) {
+	spec, _ := obj["spec"].(map[string]any)
+	switch obj["kind"] {
+	case "Pod":
+		return spec, spec != nil
+	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController":
+		tmpl, _ := spec["template"].(map[string]any)
+		ps, _ := tmpl["spec"].(map[string]any)
+		return ps, true
+	case "CronJob":
+		jt, _ := spec["jobTemplate"].(map[string]any)
+		js, _ := jt["spec"].(map[string]any)
+		tmpl, _ := js["template"].(map[string]any)
+		ps, _ := tmpl["spec"].(map[string]any)
+		return ps, true
+	}
+	return nil, false
+}
+
+// needsGPUStack reports whether a pod asks for what only the GPU stack
+// makes at run time: a RuntimeClass (the GPU operator's) or an nvidia.com
+// resource (the device plugin's).
+func needsGPUStack(spec map[string]any) bool {
+	if rc, _ := spec["runtimeClassName"].(string); rc != "" {
+		return true
+	}
+	for _, list := range []string{"initContainers", "containers"} {
+		cs, _ := spec[list].([]any)
+		for _, c := range cs {
+			res, _ := c.(map[string]any)["resources"].(map[string]any)
+			for _, part := range []string{"requests", "limits"} {
+				m, _ := res[part].(map[string]any)
+				for name := range m {
+					if strings.HasPrefix(name, "nvidia.com/") {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 // ExternalSecretsGroup is the External Secrets Operator's API group.

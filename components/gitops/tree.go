@@ -75,7 +75,7 @@ func arrangeTree(dir string) error {
 		if kind == "" || meta == nil {
 			return fmt.Errorf("%s: not a Kubernetes object", f)
 		}
-		layer := Classify(apiVersion, kind)
+		layer := Place(obj)
 		annotations, _ := meta["annotations"].(map[string]any)
 		if annotations == nil {
 			annotations = map[string]any{}
