@@ -60,8 +60,7 @@ func TestStandInsWaitForTheirUpstream(t *testing.T) {
 	}
 	quiet("a joining node alone", "nfd", "runtime-class", "operator-labels", "operands", "device-plugin", "gfd")
 
-	srv.Create(t, map[string]any{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "cluster-policy"},
-		"spec": map[string]any{"daemonsets": map[string]any{"tolerations": []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}}}}})
+	srv.Create(t, clusterPolicy(t, true))
 	quiet("a ClusterPolicy without its operator", "runtime-class", "operands", "device-plugin")
 	if out, _ := srv.TryKubectl("get", "runtimeclass", "nvidia"); !strings.Contains(out, "NotFound") {
 		t.Errorf("a RuntimeClass exists before the operator runs: %s", out)
@@ -78,9 +77,7 @@ func TestStandInsWaitForTheirUpstream(t *testing.T) {
 		daemonSet("nfd-worker", map[string]any{"app.kubernetes.io/name": "node-feature-discovery", "role": "worker"}))
 	eventually(t, "the device plugin advertised the node's GPUs", func() bool { return capacity() == "2" })
 	for _, a := range []string{"nfd", "operator-labels", "operands", "device-plugin", "gfd"} {
-		if !stack.Acted(a) {
-			t.Errorf("the %s stand-in did not act with its preconditions met", a)
-		}
+		eventually(t, "the "+a+" stand-in acted with its preconditions met", func() bool { return stack.Acted(a) })
 	}
 }
 
@@ -95,7 +92,7 @@ func TestDevicePluginNeedsItsPodOnTheNode(t *testing.T) {
 	srv.Create(t, nodesim.JoiningGPUNode(p, 0), map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "gpu",
 		"labels": map[string]any{"pod-security.kubernetes.io/enforce": "privileged"}}})
 	stack := gpustack.Start(t, srv.Kubeconfig, gpustack.Hardware{Pools: []gpupool.Resolved{p}})
-	srv.Create(t, map[string]any{"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "cluster-policy"}, "spec": map[string]any{}},
+	srv.Create(t, clusterPolicy(t, false),
 		deployment("gpu-operator", map[string]any{"app.kubernetes.io/component": "gpu-operator"}),
 		deployment("nfd-master", map[string]any{"app.kubernetes.io/name": "node-feature-discovery", "role": "master"}),
 		daemonSet("nfd-worker", map[string]any{"app.kubernetes.io/name": "node-feature-discovery", "role": "worker"}))
@@ -106,9 +103,29 @@ func TestDevicePluginNeedsItsPodOnTheNode(t *testing.T) {
 	}
 }
 
+// clusterPolicy is the gpu-operator chart's ClusterPolicy with its
+// default values (they tolerate the GPU taint), or with no tolerations.
+func clusterPolicy(t *testing.T, tolerate bool) map[string]any {
+	t.Helper()
+	for _, o := range helmtest.RenderChart(t, chart(t), "gpu-operator", "gpu", nil, false) {
+		if o["kind"] == "ClusterPolicy" {
+			if !tolerate {
+				helmtest.Get(o, "spec", "daemonsets").(map[string]any)["tolerations"] = []any{}
+			}
+			return o
+		}
+	}
+	t.Fatal("the gpu-operator chart renders no ClusterPolicy")
+	return nil
+}
+
+func chart(t *testing.T) string {
+	return filepath.Join(pulumitest.SharedDir(t), "charts", "gpu-operator-v26.7.0.tgz")
+}
+
 func installClusterPolicyCRD(t *testing.T, srv *kubeapi.Server) {
 	t.Helper()
-	archive := filepath.Join(pulumitest.SharedDir(t), "charts", "gpu-operator-v26.7.0.tgz")
+	archive := chart(t)
 	var docs []string
 	for _, o := range helmtest.RenderChart(t, archive, "gpu-operator", "gpu", nil, true) {
 		if o["kind"] == "CustomResourceDefinition" && strings.HasPrefix(helmtest.Get(o, "metadata", "name").(string), "clusterpolicies.") {
