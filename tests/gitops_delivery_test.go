@@ -365,3 +365,41 @@ func TestFirstDeliveryFailsWithSecretsLate(t *testing.T) {
 		})
 	}
 }
+
+// With the GPU operator's ClusterPolicy back in the custom-resources layer
+// (where its kind put it before layers followed needs), the first delivery
+// of the bare-metal stack never finishes, with either tool: the model
+// servers ask for the RuntimeClass the operator makes from that
+// ClusterPolicy, so the API server refuses their pods, the GPU layer never
+// becomes healthy and the ClusterPolicy's layer is never applied. The
+// stand-in operator acts only once its ClusterPolicy exists, as upstream.
+func TestFirstDeliveryFailsWithClusterPolicyLate(t *testing.T) {
+	t.Parallel()
+	for _, tool := range gitops.Tools {
+		t.Run(tool, func(t *testing.T) {
+			t.Parallel() // each on its own cluster
+			dir, p := renderFor(t, "dev", tool, "")
+			last := gitops.Layers[len(gitops.Layers)-1]
+			if n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), "ClusterPolicy", gitops.Layers[1], last); n != 1 {
+				t.Fatalf("moved %d ClusterPolicies, want the GPU operator's one", n)
+			}
+			c := hostCluster(t, dir, p)
+			c.Limit = time.Minute
+			steps, _ := deliver(t, c, dir, tool)
+			err := delivery.Failed(steps)
+			if err == nil {
+				t.Fatal("the sync completed with the ClusterPolicy after the pods that need its RuntimeClass: the stand-in does not wait for it")
+			}
+			want := gitops.Layers[3].Dir
+			if tool == gitops.ArgoCD {
+				want = "wave 3"
+			}
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the failure does not name %q: %v", want, err)
+			}
+			if c.GPU.Acted("runtime-class") {
+				t.Error("the GPU operator stand-in made its RuntimeClass with no ClusterPolicy")
+			}
+		})
+	}
+}

@@ -36,12 +36,7 @@ func pool() gpupool.Resolved {
 // operator's. Each step checks the one before made nothing early.
 func TestStandInsWaitForTheirUpstream(t *testing.T) {
 	t.Parallel()
-	srv := kubeapi.StartCluster(t)
-	installClusterPolicyCRD(t, srv)
-	p := pool()
-	srv.Create(t, nodesim.JoiningGPUNode(p, 0), map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "gpu",
-		"labels": map[string]any{"pod-security.kubernetes.io/enforce": "privileged"}}})
-	stack := gpustack.Start(t, srv.Kubeconfig, gpustack.Hardware{Pools: []gpupool.Resolved{p}})
+	srv, stack := start(t)
 	node := "node/" + nodesim.GPUNodeName("infer", 0)
 	capacity := func() string {
 		return srv.Kubectl(t, "get", node, "-o", `jsonpath={.status.capacity.nvidia\.com/gpu}`)
@@ -86,12 +81,7 @@ func TestStandInsWaitForTheirUpstream(t *testing.T) {
 // advertises a GPU: the stand-in is as strict as the scheduler.
 func TestDevicePluginNeedsItsPodOnTheNode(t *testing.T) {
 	t.Parallel()
-	srv := kubeapi.StartCluster(t)
-	installClusterPolicyCRD(t, srv)
-	p := pool()
-	srv.Create(t, nodesim.JoiningGPUNode(p, 0), map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "gpu",
-		"labels": map[string]any{"pod-security.kubernetes.io/enforce": "privileged"}}})
-	stack := gpustack.Start(t, srv.Kubeconfig, gpustack.Hardware{Pools: []gpupool.Resolved{p}})
+	srv, stack := start(t)
 	srv.Create(t, clusterPolicy(t, false),
 		deployment("gpu-operator", map[string]any{"app.kubernetes.io/component": "gpu-operator"}),
 		deployment("nfd-master", map[string]any{"app.kubernetes.io/name": "node-feature-discovery", "role": "master"}),
@@ -121,6 +111,19 @@ func clusterPolicy(t *testing.T, tolerate bool) map[string]any {
 
 func chart(t *testing.T) string {
 	return filepath.Join(pulumitest.SharedDir(t), "charts", "gpu-operator-v26.7.0.tgz")
+}
+
+// start is a simulated cluster with the ClusterPolicy CRD, one joining
+// GPU node, the GPU stack's privileged namespace and the stand-ins.
+func start(t *testing.T) (*kubeapi.Server, *gpustack.Stack) {
+	t.Helper()
+	srv := kubeapi.StartCluster(t)
+	installClusterPolicyCRD(t, srv)
+	p := pool()
+	srv.Create(t, nodesim.JoiningGPUNode(p, 0), map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "gpu",
+		"labels": map[string]any{"pod-security.kubernetes.io/enforce": "privileged"}}})
+	stack := gpustack.Start(t, srv.Kubeconfig, gpustack.Hardware{Pools: []gpupool.Resolved{p}})
+	return srv, stack
 }
 
 func installClusterPolicyCRD(t *testing.T, srv *kubeapi.Server) {
