@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/events"
-	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/backup"
 	"github.com/natron/gpu-node-pools/components/gitops"
@@ -42,24 +40,7 @@ func installMonitoringCRDs(t testing.TB, s *kubeapi.Server) {
 // or from crds/): what a platform that runs the chart has.
 func installChartCRDs(t testing.TB, s *kubeapi.Server, chart string) {
 	t.Helper()
-	archive := filepath.Join(pulumitest.SharedDir(t), "charts", chart)
-	release := strings.TrimSuffix(chart, ".tgz")
-	var docs []string
-	for _, o := range helmtest.RenderChart(t, archive, release, "default", nil, true) {
-		if o["kind"] != "CustomResourceDefinition" {
-			continue
-		}
-		b, err := yaml.Marshal(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, string(b))
-	}
-	f := filepath.Join(t.TempDir(), release+"-crds.yaml")
-	if err := os.WriteFile(f, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.ApplyCRDs(t, f)
+	s.ApplyCRDs(t, helmtest.CRDFile(t, filepath.Join(pulumitest.SharedDir(t), "charts", chart)))
 }
 
 // recorder keeps the engine's events and progress output of a test, to

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,7 +120,7 @@ func simCluster(t *testing.T, seed *kubeapi.Seed, p *plan.Stack, namespaces ...s
 	t.Helper()
 	srv := kubeapi.StartCluster(t, kubeapi.WithInputsGate(), kubeapi.WithSeed(seed))
 	srv.Create(t, nodesim.CPUNode("platform-0", 16, 64), nodesim.CPUNode("platform-1", 16, 64))
-	stack := gpustack.Start(t, srv.Kubeconfig, gpustack.Hardware{Plugin: devicePlugin(p)})
+	stack := gpustack.Start(t, srv, gpustack.Hardware{Plugin: devicePlugin(p)})
 	addPoolNodes(t, srv, stack, p)
 	var host []map[string]any
 	for _, ns := range namespaces {
@@ -327,41 +328,60 @@ func editYAML(t *testing.T, from, to string, edit func(map[string]any)) {
 	}
 }
 
+// withKindLate renders the dev stack for tool with every object of kind
+// moved from the inputs layer to the last one, where a layout by kind put
+// it, and returns the render, its plan and how many objects moved.
+func withKindLate(t *testing.T, tool, kind string) (string, *plan.Stack, int) {
+	t.Helper()
+	dir, p := renderFor(t, "dev", tool, "")
+	n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), kind, gitops.Layers[1], gitops.Layers[len(gitops.Layers)-1])
+	return dir, p, n
+}
+
+// deliveryFails delivers a render that must not converge, a minute per
+// layer (enough for the delivery that converges: seconds per layer), and
+// requires the failure to name the layer that waits (its Flux
+// Kustomization, its Argo CD wave) and each of the wants.
+func deliveryFails(t *testing.T, dir string, p *plan.Stack, tool string, waits gitops.Layer, wants ...string) *delivery.Cluster {
+	t.Helper()
+	c := hostCluster(t, dir, p)
+	c.Limit = time.Minute
+	steps, _ := deliver(t, c, dir, tool)
+	err := delivery.Failed(steps)
+	if err == nil {
+		t.Fatal("the sync completed: the harness does not see the order")
+	}
+	layer := waits.Dir
+	if tool == gitops.ArgoCD {
+		layer = fmt.Sprintf("wave %d", waits.Wave)
+	}
+	for _, want := range append([]string{layer}, wants...) {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the failure does not name %q: %v", want, err)
+		}
+	}
+	return c
+}
+
 // The delivery harness catches the defect the program had: with the
-// ExternalSecrets back in the custom-resources layer (the last wave, after the
-// Job and Deployments that read their Secrets), the first sync of the dev
-// stack never completes, with either tool: the kubelet does not start the
-// download and the engines, Flux's wait on the resources layer fails and
-// the later layer is never applied, and Argo CD's wave 1 never becomes
-// healthy.
+// ExternalSecrets back in the custom-resources layer (the last wave, after
+// the Job and Deployments that read their Secrets), the first sync of the
+// dev stack never completes, with either tool: the kubelet does not start
+// the download, so the providers layer (Flux's wait, Argo CD's wave) never
+// becomes healthy and the later layers are never applied.
 func TestFirstDeliveryFailsWithSecretsLate(t *testing.T) {
 	t.Parallel()
 	for _, tool := range gitops.Tools {
 		t.Run(tool, func(t *testing.T) {
 			t.Parallel() // each on its own cluster
-			dir, p := renderFor(t, "dev", tool, "")
-			if n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), "ExternalSecret", gitops.Layers[1], gitops.Layers[len(gitops.Layers)-1]); n == 0 {
+			dir, p, n := withKindLate(t, tool, "ExternalSecret")
+			if n == 0 {
 				t.Fatal("the dev render has no ExternalSecret to move")
 			}
 			if len(inputsBeforePods(treeObjects(t, dir))) == 0 {
 				t.Error("the invariant finds every Secret in time with the ExternalSecrets a layer late")
 			}
-			c := hostCluster(t, dir, p)
-			c.Limit = time.Minute // enough for the delivery that converges (seconds per layer)
-			steps, _ := deliver(t, c, dir, tool)
-			err := delivery.Failed(steps)
-			if err == nil {
-				t.Fatal("the sync completed with every Secret a layer late: the harness does not see the order")
-			}
-			// the first layer with a reader of the Secrets: the download's
-			for _, want := range []string{gitops.Layers[2].Dir, "Secret/"} {
-				if tool == gitops.ArgoCD && want == gitops.Layers[2].Dir {
-					want = "wave 2"
-				}
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("the failure does not name %q: %v", want, err)
-				}
-			}
+			deliveryFails(t, dir, p, tool, gitops.Layers[2], "Secret/") // the download's layer
 		})
 	}
 }
@@ -378,25 +398,11 @@ func TestFirstDeliveryFailsWithClusterPolicyLate(t *testing.T) {
 	for _, tool := range gitops.Tools {
 		t.Run(tool, func(t *testing.T) {
 			t.Parallel() // each on its own cluster
-			dir, p := renderFor(t, "dev", tool, "")
-			last := gitops.Layers[len(gitops.Layers)-1]
-			if n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), "ClusterPolicy", gitops.Layers[1], last); n != 1 {
+			dir, p, n := withKindLate(t, tool, "ClusterPolicy")
+			if n != 1 {
 				t.Fatalf("moved %d ClusterPolicies, want the GPU operator's one", n)
 			}
-			c := hostCluster(t, dir, p)
-			c.Limit = time.Minute
-			steps, _ := deliver(t, c, dir, tool)
-			err := delivery.Failed(steps)
-			if err == nil {
-				t.Fatal("the sync completed with the ClusterPolicy after the pods that need its RuntimeClass: the stand-in does not wait for it")
-			}
-			want := gitops.Layers[3].Dir
-			if tool == gitops.ArgoCD {
-				want = "wave 3"
-			}
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("the failure does not name %q: %v", want, err)
-			}
+			c := deliveryFails(t, dir, p, tool, gitops.Layers[3]) // the GPU pods' layer
 			if c.GPU.Acted("runtime-class") {
 				t.Error("the GPU operator stand-in made its RuntimeClass with no ClusterPolicy")
 			}

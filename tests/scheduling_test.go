@@ -165,10 +165,6 @@ func gpuStack(t *testing.T, p *plan.Stack) (gpu, other, custom []map[string]any)
 	return gpu, other, custom
 }
 
-// operands are the DaemonSets the GPU operator stand-in makes on GPU
-// nodes (gpustack), by name.
-var operands = []string{"nvidia-device-plugin-daemonset", "gpu-feature-discovery"}
-
 // devicePlugin is the device plugin's configuration the stack's platform
 // registers (the device plugin chart's values, or the GPU operator's).
 func devicePlugin(p *plan.Stack) nodesim.DevicePlugin {
@@ -251,13 +247,13 @@ func simulate(t *testing.T, p *plan.Stack, extra []map[string]any, want int, zer
 		s.nodes = append(s.nodes, n["metadata"].(map[string]any)["name"].(string))
 	}
 	s.srv.Create(t, nodes...)
-	stack := gpustack.Start(t, s.srv.Kubeconfig, gpustack.Hardware{Pools: p.Pools, Plugin: devicePlugin(p)})
+	stack := gpustack.Start(t, s.srv, gpustack.Hardware{Pools: p.Pools, Plugin: devicePlugin(p)})
 	gpu, other, custom := gpuStack(t, p)
 	for _, d := range gpu {
 		s.gpuDS[d["metadata"].(map[string]any)["name"].(string)] = true
 	}
 	if len(custom) > 0 {
-		for _, name := range operands {
+		for _, name := range gpustack.Operands() {
 			s.gpuDS[name] = true
 		}
 		installChartCRDs(t, s.srv, filepath.Base(platform.GPUOperatorChart.Archive(filepath.Join(pulumitest.SharedDir(t), "charts"))))
@@ -291,7 +287,7 @@ func simulate(t *testing.T, p *plan.Stack, extra []map[string]any, want int, zer
 		}
 	}
 	if len(custom) > 0 {
-		daemonPods += len(operands) // the operator's, at least one each
+		daemonPods += len(gpustack.Operands()) // the operator's, at least one each
 	}
 	s.pods = settle(t, s.srv, want+daemonPods)
 	t.Logf("where the %s stack's pods run:\n%s", p.Target.Name(), report(s.pods, s.poolOf))

@@ -17,7 +17,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -78,11 +77,7 @@ func (c *Cluster) done(s Step) Step {
 func Connect(t testing.TB, srv *kubeapi.Server) *Cluster {
 	t.Helper()
 	ctrllog.SetLogger(logr.Discard()) // controller-runtime asks for one
-	cfg, err := clientcmd.BuildConfigFromFlags("", srv.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 200, 400
+	cfg := srv.Config(t)
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)

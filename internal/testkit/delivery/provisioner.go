@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 )
 
 // StartProvisioner is the platform's storage provisioner: it makes a
@@ -38,19 +40,7 @@ func (c *Cluster) StartProvisioner(t testing.TB) {
 // every runs step twice a second in the background, as a controller's
 // loop, until the test ends.
 func (c *Cluster) every(t testing.TB, step func(context.Context)) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			step(ctx)
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	kubeapi.Every(t, 500*time.Millisecond, step)
 }
 
 func volumeFor(pvc *corev1.PersistentVolumeClaim) *corev1.PersistentVolume {

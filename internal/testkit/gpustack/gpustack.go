@@ -21,12 +21,13 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/natron/gpu-node-pools/internal/gpupool"
+	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 	"github.com/natron/gpu-node-pools/internal/testkit/nodesim"
 )
 
@@ -48,15 +49,11 @@ type Stack struct {
 	acted map[string]bool // what each stand-in did, for the precondition tests
 }
 
-// Start runs the stand-ins against the cluster of kubeconfig, twice a
-// second as controllers' loops, until the test ends.
-func Start(t testing.TB, kubeconfig string, hw Hardware) *Stack {
+// Start runs the stand-ins against the simulated cluster, twice a second
+// as controllers' loops, until the test ends.
+func Start(t testing.TB, srv *kubeapi.Server, hw Hardware) *Stack {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 100, 200
+	cfg := srv.Config(t)
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -66,19 +63,7 @@ func Start(t testing.TB, kubeconfig string, hw Hardware) *Stack {
 		t.Fatal(err)
 	}
 	s := &Stack{hw: hw, kube: kc, dyn: dc, acted: map[string]bool{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			s.step(ctx)
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	kubeapi.Every(t, 500*time.Millisecond, s.step)
 	return s
 }
 
@@ -188,17 +173,11 @@ func (s *Stack) step(ctx context.Context) {
 
 // running are the nodes where a running pod matching labels is, and the
 // namespace of one such pod.
-func running(pods []corev1.Pod, labels map[string]string) (map[string]bool, string) {
+func running(pods []corev1.Pod, set map[string]string) (map[string]bool, string) {
 	out, ns := map[string]bool{}, ""
+	selector := labels.SelectorFromSet(set)
 	for _, p := range pods {
-		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
-			continue
-		}
-		match := true
-		for k, v := range labels {
-			match = match && p.Labels[k] == v
-		}
-		if match {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Spec.NodeName != "" && selector.Matches(labels.Set(p.Labels)) {
 			out[p.Spec.NodeName], ns = true, p.Namespace
 		}
 	}

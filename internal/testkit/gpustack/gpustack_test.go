@@ -2,13 +2,10 @@ package gpustack_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/internal/catalog"
 	"github.com/natron/gpu-node-pools/internal/gpupool"
@@ -118,50 +115,30 @@ func chart(t *testing.T) string {
 func start(t *testing.T) (*kubeapi.Server, *gpustack.Stack) {
 	t.Helper()
 	srv := kubeapi.StartCluster(t)
-	installClusterPolicyCRD(t, srv)
+	srv.ApplyCRDs(t, helmtest.CRDFile(t, chart(t)))
 	p := pool()
 	srv.Create(t, nodesim.JoiningGPUNode(p, 0), map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "gpu",
 		"labels": map[string]any{"pod-security.kubernetes.io/enforce": "privileged"}}})
-	stack := gpustack.Start(t, srv.Kubeconfig, gpustack.Hardware{Pools: []gpupool.Resolved{p}})
+	stack := gpustack.Start(t, srv, gpustack.Hardware{Pools: []gpupool.Resolved{p}})
 	return srv, stack
-}
-
-func installClusterPolicyCRD(t *testing.T, srv *kubeapi.Server) {
-	t.Helper()
-	archive := chart(t)
-	var docs []string
-	for _, o := range helmtest.RenderChart(t, archive, "gpu-operator", "gpu", nil, true) {
-		if o["kind"] == "CustomResourceDefinition" && strings.HasPrefix(helmtest.Get(o, "metadata", "name").(string), "clusterpolicies.") {
-			b, err := yaml.Marshal(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			docs = append(docs, string(b))
-		}
-	}
-	f := filepath.Join(t.TempDir(), "crd.yaml")
-	if err := os.WriteFile(f, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv.ApplyCRDs(t, f)
 }
 
 // deployment and daemonSet are the upstream's workloads as far as the
 // stand-ins read them: their pods' labels, tolerating the GPU taint.
 func deployment(name string, labels map[string]any) map[string]any {
-	return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": name, "namespace": "gpu"},
-		"spec": map[string]any{"selector": map[string]any{"matchLabels": labels}, "template": template(name, labels)}}
+	return workload("Deployment", name, labels)
 }
 
 func daemonSet(name string, labels map[string]any) map[string]any {
-	return map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": map[string]any{"name": name, "namespace": "gpu"},
-		"spec": map[string]any{"selector": map[string]any{"matchLabels": labels}, "template": template(name, labels)}}
+	return workload("DaemonSet", name, labels)
 }
 
-func template(name string, labels map[string]any) map[string]any {
-	return map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
-		"tolerations": []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
-		"containers":  []any{map[string]any{"name": name, "image": "example/" + name}}}}
+func workload(kind, name string, labels map[string]any) map[string]any {
+	return map[string]any{"apiVersion": "apps/v1", "kind": kind, "metadata": map[string]any{"name": name, "namespace": "gpu"},
+		"spec": map[string]any{"selector": map[string]any{"matchLabels": labels}, "template": map[string]any{
+			"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
+				"tolerations": []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
+				"containers":  []any{map[string]any{"name": name, "image": "example/" + name}}}}}}
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {

@@ -22,14 +22,34 @@ var (
 	nfdWorker = map[string]string{"app.kubernetes.io/name": "node-feature-discovery", "role": "worker"}
 	// gpu-operator chart v26.7.0 templates/operator.yaml.
 	operatorPod = map[string]string{"app.kubernetes.io/component": "gpu-operator"}
-	// The operator's operands (assets/state-device-plugin and
-	// gpu-feature-discovery 0500_daemonset.yaml at v26.7.0) and the
-	// device plugin chart's DaemonSet (nvidia-device-plugin 0.20.0
+	// The device plugin chart's DaemonSet (nvidia-device-plugin 0.20.0
 	// templates/_helpers.tpl selectorLabels).
-	operandPlugin = map[string]string{"app": "nvidia-device-plugin-daemonset"}
-	operandGFD    = map[string]string{"app": "gpu-feature-discovery"}
-	chartPlugin   = map[string]string{"app.kubernetes.io/name": "nvidia-device-plugin"}
+	chartPlugin = map[string]string{"app.kubernetes.io/name": "nvidia-device-plugin"}
 )
+
+// operand is one of the operator's operand DaemonSets the stand-in makes:
+// its name (its pods are labelled app=<name>, assets/state-device-plugin
+// and gpu-feature-discovery 0500_daemonset.yaml at v26.7.0) and the
+// ClusterPolicy field whose enabled: false leaves it out.
+type operand struct{ name, field string }
+
+var (
+	devicePluginOperand = operand{"nvidia-device-plugin-daemonset", "devicePlugin"}
+	gfdOperand          = operand{"gpu-feature-discovery", "gfd"}
+	operands            = []operand{devicePluginOperand, gfdOperand}
+)
+
+func (o operand) pods() map[string]string { return map[string]string{"app": o.name} }
+
+// Operands are the names of the operand DaemonSets the GPU operator
+// stand-in makes.
+func Operands() []string {
+	var out []string
+	for _, o := range operands {
+		out = append(out, o.name)
+	}
+	return out
+}
 
 // nfd is node-feature-discovery (v0.19.0): nfd-worker reads a host's PCI
 // devices and publishes them in a NodeFeature object
@@ -90,21 +110,20 @@ func (s *Stack) operator(ctx context.Context, nodes []corev1.Node, pods []corev1
 			s.did("operator-labels")
 		}
 	}
-	for name, sel := range map[string]map[string]string{"nvidia-device-plugin-daemonset": operandPlugin, "gpu-feature-discovery": operandGFD} {
-		key := map[string]string{"nvidia-device-plugin-daemonset": "devicePlugin", "gpu-feature-discovery": "gfd"}[name]
-		if on, found, _ := unstructured.NestedBool(cp.Object, "spec", key, "enabled"); found && !on {
+	for _, o := range operands {
+		if on, found, _ := unstructured.NestedBool(cp.Object, "spec", o.field, "enabled"); found && !on {
 			continue
 		}
-		if createDaemonSet(ctx, s.kube, operand(cp, ns, name, sel, rc)) == nil {
+		if createDaemonSet(ctx, s.kube, o.daemonSet(cp, ns, rc)) == nil {
 			s.did("operands")
 		}
 	}
 }
 
-// operand is one of the operator's operand DaemonSets, as far as the
-// scheduler reads it.
-func operand(cp *unstructured.Unstructured, ns, name string, labels map[string]string, rc string) *appsv1.DaemonSet {
-	deploy := map[string]string{"nvidia-device-plugin-daemonset": "device-plugin", "gpu-feature-discovery": "gpu-feature-discovery"}[name]
+// daemonSet is the operand's DaemonSet, as far as the scheduler reads it:
+// its asset's node selector (nodesim.OperandSelectors).
+func (o operand) daemonSet(cp *unstructured.Unstructured, ns, rc string) *appsv1.DaemonSet {
+	labels := o.pods()
 	var tolerations []corev1.Toleration
 	if raw, found, _ := unstructured.NestedSlice(cp.Object, "spec", "daemonsets", "tolerations"); found {
 		b, _ := json.Marshal(raw)
@@ -115,17 +134,17 @@ func operand(cp *unstructured.Unstructured, ns, name string, labels map[string]s
 		priority = "system-node-critical"
 	}
 	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, OwnerReferences: []metav1.OwnerReference{ownerRef(cp)}},
+		ObjectMeta: metav1.ObjectMeta{Name: o.name, Namespace: ns, Labels: labels, OwnerReferences: []metav1.OwnerReference{ownerRef(cp)}},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					NodeSelector:      map[string]string{"nvidia.com/gpu.deploy." + deploy: "true"},
+					NodeSelector:      map[string]string{nodesim.OperandSelectors[o.name]: "true"},
 					Tolerations:       tolerations,
 					PriorityClassName: priority,
 					RuntimeClassName:  &rc,
-					Containers:        []corev1.Container{{Name: name, Image: "nvcr.io/nvidia/" + name}},
+					Containers:        []corev1.Container{{Name: o.name, Image: "nvcr.io/nvidia/" + o.name}},
 				},
 			},
 		},
@@ -140,7 +159,7 @@ func operand(cp *unstructured.Unstructured, ns, name string, labels map[string]s
 // what it advertises follows its config (nodesim.DevicePlugin). A node
 // without a running plugin pod advertises no GPU.
 func (s *Stack) devicePlugin(ctx context.Context, nodes []corev1.Node, pods []corev1.Pod) {
-	fromOperator, _ := running(pods, operandPlugin)
+	fromOperator, _ := running(pods, devicePluginOperand.pods())
 	fromChart, _ := running(pods, chartPlugin)
 	for i := range nodes {
 		n := &nodes[i]
@@ -169,7 +188,7 @@ func (s *Stack) devicePlugin(ctx context.Context, nodes []corev1.Node, pods []co
 // node with the GPUs' product, count, memory and architecture
 // (nodesim.GFDLabels).
 func (s *Stack) gfd(ctx context.Context, nodes []corev1.Node, pods []corev1.Pod) {
-	on, _ := running(pods, operandGFD)
+	on, _ := running(pods, gfdOperand.pods())
 	for i := range nodes {
 		n := &nodes[i]
 		if p, ok := s.pool(n); ok && on[n.Name] && s.label(ctx, n, nodesim.GFDLabels(p.Facts)) {

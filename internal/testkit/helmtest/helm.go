@@ -4,6 +4,9 @@
 package helmtest
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -148,4 +151,28 @@ func RenderSubchart(t testing.TB, archive string, path []string, release, namesp
 		Values: chrt.Values, Schema: chrt.Schema, Files: chrt.Files}
 	own.SetDependencies(chrt.Dependencies()...)
 	return render(t, own, archive, release, namespace, values, false)
+}
+
+// CRDFile writes the CRDs a chart archive renders (as templates or from
+// crds/, with its default values) to a file in the test's temporary
+// directory, for kubeapi's ApplyCRDs.
+func CRDFile(t testing.TB, archive string) string {
+	t.Helper()
+	release := strings.TrimSuffix(filepath.Base(archive), ".tgz")
+	var docs []string
+	for _, o := range RenderChart(t, archive, release, "default", nil, true) {
+		if o["kind"] != "CustomResourceDefinition" {
+			continue
+		}
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	f := filepath.Join(t.TempDir(), release+"-crds.yaml")
+	if err := os.WriteFile(f, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 )
 
@@ -80,30 +79,13 @@ type inputsGate struct {
 
 func (s *Server) startInputsGate(t testing.TB) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := kubernetes.NewForConfig(s.Config(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := &inputsGate{client: c, waiting: map[string][]string{}}
 	s.gate = g
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			g.pass(ctx)
-			select {
-			case <-ctx.Done():
-			case <-time.After(300 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	Every(t, 300*time.Millisecond, g.pass)
 }
 
 // pass marks every bound pod whose inputs exist.

@@ -108,9 +108,11 @@ func OperatorLabels(labels map[string]string) map[string]string {
 }
 
 // OperandSelectors are the node selectors of the operator's operand
-// DaemonSets (assets/state-*/0500_daemonset.yaml and
+// DaemonSets (assets/state-*/0500_daemonset.yaml,
+// gpu-feature-discovery/0500_daemonset.yaml and
 // state-dcgm-exporter/0800_daemonset.yaml at v26.7.0).
 var OperandSelectors = map[string]string{
+	"gpu-feature-discovery":              "nvidia.com/gpu.deploy.gpu-feature-discovery",
 	"nvidia-driver-daemonset":            "nvidia.com/gpu.deploy.driver",
 	"nvidia-container-toolkit-daemonset": "nvidia.com/gpu.deploy.container-toolkit",
 	"nvidia-device-plugin-daemonset":     "nvidia.com/gpu.deploy.device-plugin",
