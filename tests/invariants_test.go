@@ -51,24 +51,9 @@ func treeObjects(t *testing.T, dir string) []layered {
 
 // podSpecOf is the pod spec an object runs, if it runs pods.
 func podSpecOf(o *unstructured.Unstructured) (*corev1.PodSpec, map[string]string, bool) {
-	var path []string
-	switch o.GetKind() {
-	case "Pod":
-		path = nil
-	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job":
-		path = []string{"template"}
-	case "CronJob":
-		path = []string{"jobTemplate", "spec", "template"}
-	default:
+	tmpl, ok := gitops.PodTemplate(o.Object)
+	if !ok || tmpl == nil {
 		return nil, nil, false
-	}
-	tmpl := o.Object
-	if path != nil {
-		m, ok, _ := unstructured.NestedMap(o.Object, append([]string{"spec"}, path...)...)
-		if !ok {
-			return nil, nil, false
-		}
-		tmpl = m
 	}
 	raw, _, _ := unstructured.NestedMap(tmpl, "spec")
 	labels, _, _ := unstructured.NestedStringMap(tmpl, "metadata", "labels")

@@ -33,11 +33,15 @@ type Layer struct {
 //   - the other custom resources, whose CRDs and operators the earlier
 //     layers (or the platform) bring.
 //
-// Flux deletes an object that moves to a later Kustomization before the
-// later one applies it (fluxcd/kustomize-controller#338), and leaves one
-// that moves to an earlier one alone: the layers added since the first
+// Flux prunes only objects still labelled as its own, and the
+// Kustomization that applies an object relabels it: an object moved to a
+// later Kustomization is deleted before that one applies it
+// (fluxcd/kustomize-controller#338); one moved to an earlier one is kept
+// once the earlier one has applied it. The layers added since the first
 // release (1a, 1b) come before the ones that held their objects, so no
-// object of an earlier render moves later.
+// object of an earlier render moves later. Both Kustomizations change in
+// the same commit, though, and the old one may prune before the new
+// layers exist: docs/rendering.md gives the upgrade's safe procedure.
 var Layers = []Layer{
 	{Dir: "1-namespaces-crds", Wave: 0},
 	{Dir: "1a-inputs", Wave: 1},
@@ -110,26 +114,34 @@ func Place(obj map[string]any) Layer {
 	return Layers[layerProviders]
 }
 
-// PodSpec is the pod spec of an object that makes pods (a Pod, a
-// workload's template, a CronJob's job template; nil when it has none)
-// and whether the object makes pods.
-func PodSpec(obj map[string]any) (map[string]any, bool) {
-	spec, _ := obj["spec"].(map[string]any)
+// PodTemplate is the pod template of an object that makes pods (a Pod
+// is its own; a workload's spec.template; a CronJob's job template's; nil
+// when it has none) and whether the object makes pods.
+func PodTemplate(obj map[string]any) (map[string]any, bool) {
+	var path []string
 	switch obj["kind"] {
 	case "Pod":
-		return spec, spec != nil
+		return obj, true
 	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController":
-		tmpl, _ := spec["template"].(map[string]any)
-		ps, _ := tmpl["spec"].(map[string]any)
-		return ps, true
+		path = []string{"spec", "template"}
 	case "CronJob":
-		jt, _ := spec["jobTemplate"].(map[string]any)
-		js, _ := jt["spec"].(map[string]any)
-		tmpl, _ := js["template"].(map[string]any)
-		ps, _ := tmpl["spec"].(map[string]any)
-		return ps, true
+		path = []string{"spec", "jobTemplate", "spec", "template"}
+	default:
+		return nil, false
 	}
-	return nil, false
+	m := obj
+	for _, k := range path {
+		m, _ = m[k].(map[string]any)
+	}
+	return m, true
+}
+
+// PodSpec is the pod spec of an object that makes pods (nil when it has
+// none) and whether the object makes pods.
+func PodSpec(obj map[string]any) (map[string]any, bool) {
+	tmpl, ok := PodTemplate(obj)
+	spec, _ := tmpl["spec"].(map[string]any)
+	return spec, ok
 }
 
 // needsGPUStack reports whether a pod asks for what only the GPU stack
