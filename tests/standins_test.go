@@ -10,6 +10,7 @@ import (
 
 	"github.com/natron/gpu-node-pools/internal/testkit/kubeapi"
 	"github.com/natron/gpu-node-pools/internal/testkit/nodesim"
+	"github.com/natron/gpu-node-pools/stacks/target/natron"
 )
 
 // No test makes by hand what an upstream component makes at run time:
@@ -28,6 +29,10 @@ func TestNoTestMakesWhatAnOperatorMakes(t *testing.T) {
 	labelled["metadata"].(map[string]any)["labels"].(map[string]any)["feature.node.kubernetes.io/pci-0302_10de.present"] = "true"
 	deployLabel := nodesim.JoiningGPUNode(p.Pools[0], 3)
 	deployLabel["metadata"].(map[string]any)["labels"].(map[string]any)["nvidia.com/gpu.deploy.device-plugin"] = "true"
+	migGFD := nodesim.JoiningGPUNode(p.Pools[0], 4)
+	migGFD["metadata"].(map[string]any)["labels"].(map[string]any)["nvidia.com/mig-3g.40gb.product"] = "NVIDIA-A100-SXM4-80GB-MIG-3g.40gb"
+	migPool := nodesim.JoiningGPUNode(p.Pools[0], 5)
+	migPool["metadata"].(map[string]any)["labels"].(map[string]any)[natron.LabelMIGConfig] = "all-3g.40gb"
 	for _, tc := range []struct {
 		name   string
 		obj    map[string]any
@@ -37,6 +42,8 @@ func TestNoTestMakesWhatAnOperatorMakes(t *testing.T) {
 		{"GPU node with GPUs advertised", advertised, true},
 		{"GPU node with NFD's labels", labelled, true},
 		{"GPU node with the operator's labels", deployLabel, true},
+		{"GPU node with GPU feature discovery's MIG labels", migGFD, true},
+		{"bare-metal MIG pool node asking for its layout", migPool, false},
 		{"endpoint slice", map[string]any{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": map[string]any{"name": "x"}}, true},
 		{"KEDA's certificates", map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "kedaorg-certs"}}, true},
 		{"joining GPU node", gpuNode, false},

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/natron/gpu-node-pools/internal/gpupool"
 )
 
 // TemplateNodeAnnotation marks a Node that stands for the cluster
@@ -13,10 +15,15 @@ import (
 // promise, before any node, let alone a device plugin, exists.
 const TemplateNodeAnnotation = "sim.gpu-node-pools.test/autoscaler-template"
 
-// runTimeLabels are label prefixes only upstream components set, at run
-// time: NFD's, GPU feature discovery's and the GPU operator's.
-var runTimeLabels = []string{"feature.node.kubernetes.io/", "nvidia.com/gpu.deploy.", "nvidia.com/gpu.product", "nvidia.com/gpu.count",
-	"nvidia.com/gpu.memory", "nvidia.com/gpu.family", "nvidia.com/gpu.compute.", "nvidia.com/gpu.replicas", "nvidia.com/gpu.sharing-strategy"}
+// runTimeLabels are the label domains NFD, GPU feature discovery and the
+// GPU operator set at run time; joinLabels are the keys in them a pool's
+// nodes register with (gpupool.NodeLabels; the bare-metal MIG pools'
+// nvidia.com/mig.config, natron.LabelMIGConfig, which asks the MIG
+// manager for a layout), the only ones a node may join with.
+var (
+	runTimeLabels = []string{"feature.node.kubernetes.io/", "nvidia.com/"}
+	joinLabels    = map[string]bool{gpupool.LabelGPUPresent: true, gpupool.LabelDevicePluginConfig: true, "nvidia.com/mig.config": true}
+)
 
 // MadeAtRunTime says why an object is one an upstream component makes at
 // run time, which no test may make by hand (its stand-in makes it, once
@@ -55,7 +62,7 @@ func MadeAtRunTime(obj map[string]any) string {
 		labels, _ := meta["labels"].(map[string]any)
 		for l := range labels {
 			for _, p := range runTimeLabels {
-				if strings.HasPrefix(l, p) {
+				if strings.HasPrefix(l, p) && !joinLabels[l] {
 					return fmt.Sprintf("Node %s joins with label %s: NFD, GPU feature discovery or the GPU operator sets it once it runs (gpustack)", name, l)
 				}
 			}
