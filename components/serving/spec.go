@@ -47,8 +47,11 @@ type ModelSpec struct {
 	Dtype string `json:"dtype,omitempty"`
 	// Quantization is the checkpoint's quantization: fp8, awq, gptq,
 	// compressed-tensors or bitsandbytes; empty for an unquantized model.
-	// vLLM runs awq and gptq on its Marlin kernels where the GPU has them
-	// (compute capability 8.0 and up).
+	// It sizes memory; vLLM reads the method from the checkpoint and picks
+	// its kernel (Marlin for awq and gptq where the checkpoint and GPU
+	// allow, compute capability 8.0 and up). Only fp8 and bitsandbytes,
+	// which can quantize a 16-bit checkpoint as it loads, are passed to
+	// vLLM as --quantization.
 	// Default: the catalog model's (DeepSeek V3: fp8).
 	Quantization string `json:"quantization,omitempty"`
 	// KVCacheDtype is vLLM's --kv-cache-dtype: auto (the dtype's width) or

@@ -206,25 +206,15 @@ func poolMatchExpressions(p gpupool.Facts) []any {
 	return out
 }
 
-// kernel is the --quantization that runs a checkpoint's method fastest:
-// AWQ and GPTQ on the Marlin kernels where the GPU has them (compute
-// capability 8.0 and up), since naming awq or gptq itself forces vLLM's
-// slow kernels (vllm v0.11.0 awq_marlin.py and gptq_marlin.py,
-// override_quantization_method).
-func kernel(method string, capability int) string {
-	if (method == "awq" || method == "gptq") && capability >= 80 {
-		return method + "_marlin"
-	}
-	return method
-}
-
 // extraArgs are the engine flags the chart has no key for: the name
 // clients ask for the model by (its config name, not the path of its
-// weights), the quantization kernel and an fp8 KV cache.
+// weights), a quantization vLLM applies as it loads (one a checkpoint
+// carries, vLLM reads from it and picks the kernel for: fit.Quantization's
+// Online) and an fp8 KV cache.
 func extraArgs(e Engine) []any {
 	extra := []any{"--served-model-name", e.Name}
-	if e.Quantization != "" {
-		extra = append(extra, "--quantization", kernel(e.Quantization, e.Pool.ComputeCapability))
+	if fit.Quantizations[e.Quantization].Online {
+		extra = append(extra, "--quantization", e.Quantization)
 	}
 	if e.KVCacheDtype == "fp8" {
 		extra = append(extra, "--kv-cache-dtype", "fp8")

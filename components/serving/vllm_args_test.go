@@ -132,8 +132,11 @@ func TestVLLMParsesTheEngineCommand(t *testing.T) {
 	}
 	for _, q := range fit.QuantizationNames() {
 		add("auto", q, h100, "0.9")
-		if q == "awq" || q == "gptq" { // on the Marlin kernels (TestQuantizedModelsRunOnMarlin)
-			cases[len(cases)-1].want.quantization = q + "_marlin"
+		// a checkpoint's own method is read from it, the flag left out
+		// (TestVLLMRunsEachCheckpointOnItsBestKernel); fp8 and
+		// bitsandbytes can also quantize a 16-bit checkpoint as it loads
+		if q != "fp8" && q != "bitsandbytes" {
+			cases[len(cases)-1].want.quantization = ""
 		}
 	}
 	add("bfloat16", "", sliced, "0.45")
@@ -207,27 +210,69 @@ func TestVLLMParserRefuses(t *testing.T) {
 	}
 }
 
-// The kernel vLLM v0.11.0 runs an AWQ or GPTQ checkpoint with, given the
-// --quantization it is passed: the Marlin kernels when the flag leaves the
-// choice open (none, marlin, or the marlin name) and the GPU has compute
-// capability 8.0 or more; the slow kernels when the flag names awq or gptq
-// itself (vllm/model_executor/layers/quantization/awq_marlin.py and
-// gptq_marlin.py, override_quantization_method and get_min_capability).
-func vllmKernel(method, flag string, capability int) string {
-	marlin := method + "_marlin"
-	if capability >= 80 && (flag == "" || flag == "marlin" || flag == marlin) {
-		return marlin
-	}
-	return method
+// checkpointQuant is the quantization_config of a checkpoint's
+// config.json, as far as vLLM's kernel choice reads it ("" method: a 16-bit
+// checkpoint).
+type checkpointQuant struct {
+	method    string
+	bits      int
+	sym       bool // GPTQ
+	groupSize int
 }
 
-// An AWQ or GPTQ model runs on the Marlin kernels wherever the GPU has
-// them, as the planner's speeds assume: passing --quantization awq (or
-// gptq) explicitly forced the slow kernels.
-func TestQuantizedModelsRunOnMarlin(t *testing.T) {
+// vllmQuantization is the method vLLM v0.11.0 runs a checkpoint with,
+// given the --quantization it is passed ("" for none), or the error it
+// stops with. vllm/config/model.py _verify_quantization asks each
+// override method in turn; gptq_marlin.py and awq_marlin.py claim the
+// checkpoint when it is Marlin-compatible (GPTQ: 4 or 8 bits, symmetric;
+// AWQ: 4 or 8 bits; group size -1, 32, 64 or 128, marlin_utils.py
+// MARLIN_SUPPORTED_GROUP_SIZES; compute capability 8.0 or more,
+// get_min_capability) and the flag leaves the choice open (none,
+// "marlin", or the Marlin name). A flag that still differs from the
+// checkpoint's method then raises "Quantization method specified in the
+// model config (...) does not match the quantization method specified in
+// the `quantization` argument (...)". A 16-bit checkpoint takes only the
+// methods that quantize as they load (fp8, bitsandbytes); any other
+// finds no quantization config to read.
+func vllmQuantization(ckpt checkpointQuant, flag string, capability int) (string, error) {
+	if ckpt.method == "" {
+		if flag == "" || flag == "fp8" || flag == "bitsandbytes" {
+			return flag, nil
+		}
+		return "", fmt.Errorf("cannot find the config file for %s", flag)
+	}
+	marlinGroup := slices.Contains([]int{-1, 32, 64, 128}, ckpt.groupSize)
+	method := ckpt.method
+	for _, o := range []struct {
+		name       string
+		compatible bool
+	}{
+		{"gptq_marlin", ckpt.method == "gptq" && (ckpt.bits == 4 || ckpt.bits == 8) && ckpt.sym && marlinGroup && capability >= 80},
+		{"awq_marlin", ckpt.method == "awq" && (ckpt.bits == 4 || ckpt.bits == 8) && marlinGroup && capability >= 80},
+	} {
+		if o.compatible && (flag == "" || flag == "marlin" || flag == o.name) {
+			method = o.name
+			flag = o.name
+			break
+		}
+	}
+	if flag != "" && flag != method {
+		return "", fmt.Errorf("quantization method specified in the model config (%s) does not match the quantization method specified in the `quantization` argument (%s)", method, flag)
+	}
+	return method, nil
+}
+
+// Each kind of checkpoint a model's quantization key stands for starts,
+// on each GPU generation, and runs on the fastest kernel vLLM has for it:
+// the Marlin kernels where the checkpoint and GPU allow them, as the
+// planner's speeds assume, and the method's own kernels where not. The
+// flag the program once wrote (awq_marlin, gptq_marlin) stopped the engine
+// on checkpoints Marlin cannot run; the bare method name forced the slow
+// kernels.
+func TestVLLMRunsEachCheckpointOnItsBestKernel(t *testing.T) {
 	t.Parallel()
 	o := serving.Options{}.Defaults("cephfs", serving.Cilium)
-	for _, tc := range []struct {
+	pools := []struct {
 		sku        string
 		pool       gpupool.Facts
 		capability int
@@ -235,25 +280,77 @@ func TestQuantizedModelsRunOnMarlin(t *testing.T) {
 		{"h100-80gb-x8", pooltest.Resolved(t, pooltest.Natron, gpupool.Spec{Name: "infer", SKU: "h100-80gb-x8", MaxNodes: 2}).Facts, 90},
 		{"Standard_NC24ads_A100_v4", pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: "infer", SKU: "Standard_NC24ads_A100_v4", MaxNodes: 2}).Facts, 80},
 		{"Standard_NC4as_T4_v3", pooltest.Resolved(t, pooltest.AKS, gpupool.Spec{Name: "infer", SKU: "Standard_NC4as_T4_v3", MaxNodes: 2}).Facts, 75},
+	}
+	for _, tc := range []struct {
+		name         string
+		quantization string // the model's key
+		ckpt         checkpointQuant
+		// the method vLLM should run, on GPUs with Marlin (8.0+) and without
+		marlin, older string
+	}{
+		{"gptq 4-bit symmetric", "gptq", checkpointQuant{"gptq", 4, true, 128}, "gptq_marlin", "gptq"},
+		{"gptq 8-bit symmetric", "gptq", checkpointQuant{"gptq", 8, true, 128}, "gptq_marlin", "gptq"},
+		{"gptq 4-bit asymmetric", "gptq", checkpointQuant{"gptq", 4, false, 128}, "gptq", "gptq"},
+		{"gptq 3-bit", "gptq", checkpointQuant{"gptq", 3, true, 128}, "gptq", "gptq"},
+		{"gptq 2-bit", "gptq", checkpointQuant{"gptq", 2, true, 64}, "gptq", "gptq"},
+		{"gptq 4-bit group 256", "gptq", checkpointQuant{"gptq", 4, true, 256}, "gptq", "gptq"},
+		{"awq 4-bit", "awq", checkpointQuant{"awq", 4, false, 128}, "awq_marlin", "awq"},
+		{"llm-compressor W4A16", "compressed-tensors", checkpointQuant{"compressed-tensors", 4, true, 128}, "compressed-tensors", "compressed-tensors"},
+		{"llm-compressor W8A8", "compressed-tensors", checkpointQuant{"compressed-tensors", 8, true, -1}, "compressed-tensors", "compressed-tensors"},
+		{"fp8 checkpoint", "fp8", checkpointQuant{"fp8", 8, true, -1}, "fp8", "fp8"},
+		{"fp8 from a 16-bit checkpoint", "fp8", checkpointQuant{}, "fp8", "fp8"},
+		{"bitsandbytes checkpoint", "bitsandbytes", checkpointQuant{"bitsandbytes", 4, true, -1}, "bitsandbytes", "bitsandbytes"},
+		{"bitsandbytes from a 16-bit checkpoint", "bitsandbytes", checkpointQuant{}, "bitsandbytes", "bitsandbytes"},
 	} {
-		pool := tc.pool
-		if pool.ComputeCapability != tc.capability {
-			t.Fatalf("%s: compute capability %d, want %d", tc.sku, pool.ComputeCapability, tc.capability)
-		}
-		for _, method := range []string{"awq", "gptq"} {
-			m := serving.ModelSpec{Name: "m", Source: "s3://b/m", ParametersB: 8, Quantization: method, TensorParallel: 1,
-				MaxModelLen: 2048, MinReplicas: new(1), MaxReplicas: 1}
-			e := serving.NewEngine(m, pool, o, nil, "")
-			flag := ""
-			extra := get(serving.VLLMValues(e), "servingEngineSpec", "modelSpec").([]any)[0].(map[string]any)["vllmConfig"].(map[string]any)["extraArgs"].([]any)
-			for i := 0; i+1 < len(extra); i++ {
-				if extra[i] == "--quantization" {
-					flag = extra[i+1].(string)
+		for _, p := range pools {
+			if p.pool.ComputeCapability != p.capability {
+				t.Fatalf("%s: compute capability %d, want %d", p.sku, p.pool.ComputeCapability, p.capability)
+			}
+			if fit.QuantizationMisfit(tc.quantization, p.sku, p.capability) != "" {
+				continue // the planner refuses the pool
+			}
+			t.Run(tc.name+"/"+p.sku, func(t *testing.T) {
+				t.Parallel()
+				m := serving.ModelSpec{Name: "m", Source: "s3://b/m", ParametersB: 8, Quantization: tc.quantization, TensorParallel: 1,
+					MaxModelLen: 2048, MinReplicas: new(1), MaxReplicas: 1}
+				flag := ""
+				extra := get(serving.VLLMValues(serving.NewEngine(m, p.pool, o, nil, "")), "servingEngineSpec", "modelSpec").([]any)[0].(map[string]any)["vllmConfig"].(map[string]any)["extraArgs"].([]any)
+				for i := 0; i+1 < len(extra); i++ {
+					if extra[i] == "--quantization" {
+						flag = extra[i+1].(string)
+					}
 				}
-			}
-			if got, best := vllmKernel(method, flag, tc.capability), vllmKernel(method, "", tc.capability); got != best {
-				t.Errorf("%s on %s (compute capability %d): --quantization %q makes vLLM run %s, not %s", method, tc.sku, tc.capability, flag, got, best)
-			}
+				want := tc.older
+				if p.capability >= 80 {
+					want = tc.marlin
+				}
+				got, err := vllmQuantization(tc.ckpt, flag, p.capability)
+				if err != nil {
+					t.Fatalf("--quantization %q: vLLM stops: %v", flag, err)
+				}
+				if got != want {
+					t.Errorf("--quantization %q: vLLM runs %s, not %s", flag, got, want)
+				}
+			})
 		}
+	}
+}
+
+// The model of vLLM's choice above can fail: the flags the program once
+// wrote stop it or slow it, as vLLM's own sources say they do.
+func TestVLLMQuantizationModelRefuses(t *testing.T) {
+	t.Parallel()
+	asym := checkpointQuant{"gptq", 4, false, 128}
+	if _, err := vllmQuantization(asym, "gptq_marlin", 90); err == nil {
+		t.Error("gptq_marlin on an asymmetric GPTQ checkpoint started")
+	}
+	if _, err := vllmQuantization(checkpointQuant{"compressed-tensors", 4, true, 128}, "gptq_marlin", 90); err == nil {
+		t.Error("gptq_marlin on a compressed-tensors checkpoint started")
+	}
+	if got, _ := vllmQuantization(checkpointQuant{"awq", 4, false, 128}, "awq", 90); got != "awq" {
+		t.Errorf("--quantization awq ran %s, vLLM forces the slow awq kernels", got)
+	}
+	if _, err := vllmQuantization(checkpointQuant{}, "awq", 90); err == nil {
+		t.Error("awq on a 16-bit checkpoint started")
 	}
 }

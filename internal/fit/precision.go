@@ -38,6 +38,16 @@ type Quantization struct {
 	// ActDtypes are the activation dtypes the method's kernels take
 	// (get_supported_act_dtypes); nil: any.
 	ActDtypes []string
+	// Online: vLLM can apply the method to a 16-bit checkpoint as it
+	// loads it, so the engine must be told (--quantization). The other
+	// methods exist only in a checkpoint, whose quantization_config vLLM
+	// reads; the flag is left out for them, since vLLM then picks the
+	// kernel the checkpoint allows (Marlin where it can, the method's own
+	// kernels where it cannot), while a flag that names a kernel the
+	// checkpoint cannot use stops the engine (vllm v0.11.0
+	// vllm/config/model.py _verify_quantization; gptq_marlin.py and
+	// awq_marlin.py override_quantization_method).
+	Online bool
 	// About says what the method is, for messages and the README.
 	About string
 }
@@ -46,7 +56,7 @@ type Quantization struct {
 // choices of vLLM's --quantization (QuantizationMethods in
 // vllm/model_executor/layers/quantization/__init__.py at v0.11.0).
 var Quantizations = map[string]Quantization{
-	"fp8": {BytesPerParameter: 1, MinCapability: 89,
+	"fp8": {BytesPerParameter: 1, MinCapability: 89, Online: true,
 		About: "FP8 weights and compute, online from a 16-bit checkpoint or an FP8 checkpoint: Ada (8.9) or Hopper (9.0) GPUs"},
 	"awq": {BytesPerParameter: 0.5, MinCapability: 75, ActDtypes: []string{"auto", "half", "float16"},
 		About: "a 4-bit AWQ checkpoint"},
@@ -54,7 +64,7 @@ var Quantizations = map[string]Quantization{
 		About: "a 4-bit GPTQ checkpoint (set weightsGB for 8-bit ones)"},
 	"compressed-tensors": {BytesPerParameter: 1, MinCapability: 70,
 		About: "an llm-compressor checkpoint, W8A8 int8 or fp8 (set weightsGB for 4-bit ones)"},
-	"bitsandbytes": {BytesPerParameter: 0.5, MinCapability: 70,
+	"bitsandbytes": {BytesPerParameter: 0.5, MinCapability: 70, Online: true,
 		About: "a 4-bit bitsandbytes checkpoint"},
 }
 
