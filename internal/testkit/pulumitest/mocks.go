@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -38,6 +39,39 @@ type Mocks struct {
 	// AKSCluster, when set, is what the mocked Azure API returns for the
 	// managed cluster (default: OIDC issuer and workload identity on).
 	AKSCluster map[string]any
+	// ficWrites are the federated identity credential writes in flight,
+	// per managed identity (ficWrite).
+	ficWrites map[string]bool
+}
+
+// ficWriteTime is how long the mocked Azure takes to write a federated
+// identity credential: long enough that two writes the program does not
+// order overlap, as they do against Azure.
+const ficWriteTime = 30 * time.Millisecond
+
+// ficWrite answers as Azure does a write of a federated identity
+// credential: Entra ID takes one write at a time per managed identity and
+// answers any other that overlaps it with 409
+// ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity
+// (Microsoft Entra workload ID docs, "Considerations": "concurrent writes
+// ... are not supported"; pulumi-azure-native#4343).
+func (m *Mocks) ficWrite(in resource.PropertyMap) error {
+	id := fmt.Sprint(in["resourceGroupName"].V, "/", in["resourceName"].V)
+	m.mu.Lock()
+	if m.ficWrites[id] {
+		m.mu.Unlock()
+		return fmt.Errorf("409 ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity: too many federated identity credentials written concurrently for the managed identity %s", id)
+	}
+	if m.ficWrites == nil {
+		m.ficWrites = map[string]bool{}
+	}
+	m.ficWrites[id] = true
+	m.mu.Unlock()
+	time.Sleep(ficWriteTime)
+	m.mu.Lock()
+	delete(m.ficWrites, id)
+	m.mu.Unlock()
+	return nil
 }
 
 // AKSIssuer is the mocked cluster's OIDC issuer URL.
@@ -78,6 +112,11 @@ func (m *Mocks) NewResource(args pulumi.MockResourceArgs) (string, resource.Prop
 	m.mu.Lock()
 	m.resources = append(m.resources, r)
 	m.mu.Unlock()
+	if args.TypeToken == "azure-native:managedidentity:FederatedIdentityCredential" {
+		if err := m.ficWrite(args.Inputs); err != nil {
+			return "", nil, err
+		}
+	}
 	state := args.Inputs.Copy()
 	switch args.TypeToken {
 	case "azure-native:containerservice:AgentPool":

@@ -49,15 +49,32 @@ func (Target) Federate(ctx *pulumi.Context, c target.Cluster, ids []target.Ident
 		return nil, err
 	}
 	var out []pulumi.Resource
+	last := map[string]pulumi.Resource{} // per managed identity
 	for _, id := range ids {
 		name := id.Resource + "-federation"
-		fic, err := managedidentity.NewFederatedIdentityCredential(ctx, name, FederationArgs(cluster, id, issuer), pulumi.Version(AzureNativeVersion))
+		args := FederationArgs(cluster, id, issuer)
+		opts := []pulumi.ResourceOption{pulumi.Version(AzureNativeVersion)}
+		key := identityKey(cluster, id)
+		if prev, ok := last[key]; ok {
+			// Entra ID refuses concurrent credential writes on one
+			// identity (409 ConcurrentFederatedIdentityCredentialsWrites
+			// ForSingleManagedIdentity, pulumi-azure-native#4343): one
+			// after the other, creates and deletes alike
+			opts = append(opts, pulumi.DependsOn([]pulumi.Resource{prev}))
+		}
+		fic, err := managedidentity.NewFederatedIdentityCredential(ctx, name, args, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("federated identity credential %s: %w", name, err)
 		}
+		last[key] = fic
 		out = append(out, fic)
 	}
 	return out, nil
+}
+
+// identityKey names the managed identity a credential is written on.
+func identityKey(c *Cluster, id target.Identity) string {
+	return cmp.Or(id.ResourceGroup, c.ResourceGroup) + "/" + id.Name
 }
 
 // Issuer is the cluster's OIDC issuer URL, or what to enable: Entra ID
