@@ -157,21 +157,22 @@ func (r *registrar) registerNamespacePolicies() error {
 }
 
 // registerKEDA: KEDA and its HTTP add-on bring the CRDs of the engines'
-// ScaledObjects and InterceptorRoutes.
+// ScaledObjects and InterceptorRoutes, which stay when they go: the
+// cluster's own objects of those kinds may use them.
 func (r *registrar) registerKEDA() error {
 	if !r.plan.InstallsKEDA() {
 		return nil
 	}
 	o := r.plan.Options
 	rel := r.plan.Source.Release("keda", o.Charts.KEDA, map[string]any{})
-	k, err := helm.Install(r.ctx, r.name+"-keda", rel, KEDANamespace, r.plan.Source, r.after(r.namespaces[podsecurity.KEDA])...)
+	k, err := helm.Install(r.ctx, r.name+"-keda", rel, KEDANamespace, r.plan.Source, append(r.after(r.namespaces[podsecurity.KEDA]), helm.KeepCRDs())...)
 	if err != nil {
 		return fmt.Errorf("keda: %w", err)
 	}
 	r.keda = append(r.keda, k)
 	if r.plan.InstallsHTTPAddOn() {
 		rel := r.plan.Source.Release("keda-add-ons-http", o.Charts.HTTPAddOn, HTTPAddOnValues())
-		h, err := helm.Install(r.ctx, r.name+"-keda-http", rel, KEDANamespace, r.plan.Source, r.after(k)...)
+		h, err := helm.Install(r.ctx, r.name+"-keda-http", rel, KEDANamespace, r.plan.Source, append(r.after(k), helm.KeepCRDs())...)
 		if err != nil {
 			return fmt.Errorf("keda http add-on: %w", err)
 		}

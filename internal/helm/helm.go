@@ -263,3 +263,23 @@ func childKind(token string) (apiVersion, kind string, ok bool) {
 	}
 	return strings.TrimPrefix(parts[1], "core/"), parts[2], true
 }
+
+// KeepCRDs leaves a release's CustomResourceDefinitions in the cluster
+// when the release goes (a stack's last model removed, a destroy): a chart
+// that ships its CRDs as templates (keda 2.20.2, keda-add-ons-http 0.15.0)
+// would otherwise take every custom resource of those kinds in the
+// cluster with it, the host's own too. Helm's
+// `helm.sh/resource-policy: keep` is Helm's; the Chart's children are
+// Pulumi resources, so it is their RetainOnDelete.
+func KeepCRDs() pulumi.ResourceOption {
+	return pulumi.Transforms([]pulumi.ResourceTransform{keepCRD})
+}
+
+func keepCRD(_ context.Context, a *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
+	if a.Type != "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition" {
+		return nil
+	}
+	opts := a.Opts
+	opts.RetainOnDelete = true
+	return &pulumi.ResourceTransformResult{Props: a.Props, Opts: opts}
+}

@@ -144,3 +144,19 @@ func TestPatchTransform(t *testing.T) {
 		t.Error("a Service the patch leaves alone came back changed")
 	}
 }
+
+// A release kept with KeepCRDs leaves its CRDs behind, and only them.
+func TestKeepCRDs(t *testing.T) {
+	t.Parallel()
+	for typ, keep := range map[string]bool{
+		"kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition": true,
+		"kubernetes:apps/v1:Deployment":                               false,
+		"kubernetes:keda.sh/v1alpha1:ScaledObject":                    false,
+		"kubernetes:helm.sh/v4:Chart":                                 false,
+	} {
+		got := keepCRD(context.Background(), &pulumi.ResourceTransformArgs{Type: typ, Props: pulumi.Map{}})
+		if kept := got != nil && got.Opts.RetainOnDelete; kept != keep {
+			t.Errorf("%s: retained on delete %v, want %v", typ, kept, keep)
+		}
+	}
+}
