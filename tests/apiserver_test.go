@@ -250,10 +250,14 @@ func TestAutomationAgainstAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		pulumitest.NoChanges(t, "preview after up", preview)
+		// the host's own workload has come to scale with the KEDA the
+		// stack installed
+		hostScaledObject(t, srv)
 		if _, err := s.Destroy(ctx); err != nil {
 			t.Fatal(err)
 		}
 		expectGone(t, srv)
+		expectHostScaling(t, srv)
 	})
 
 	// A rendering stack's GitOps objects and ExternalSecrets, and its
@@ -429,8 +433,9 @@ func checkBackups(t *testing.T, srv *kubeapi.Server, marker string) {
 	if !strings.Contains(data, marker+"-backup-access") || !strings.Contains(data, "aws_secret_access_key="+marker+"-backup-secret") {
 		t.Errorf("the backup credentials Secret does not hold the configured keys")
 	}
-	if got := srv.Kubectl(t, "get", "pvc", serving.WeightsClaim("llama3-8b"), "-n", "models", "-o", `jsonpath={.metadata.labels.velero\.io/exclude-from-backup}`); got != "true" {
-		t.Errorf("weights claim exclude label %q", got)
+	// the claim is backed up (its volume is not: the resource policy)
+	if got := srv.Kubectl(t, "get", "pvc", serving.WeightsClaim("llama3-8b"), "-n", "models", "-o", `jsonpath={.metadata.labels.velero\.io/exclude-from-backup}`); got != "" {
+		t.Errorf("weights claim exclude label %q: a restore would leave the engines without their claim", got)
 	}
 }
 
@@ -462,6 +467,35 @@ func checkVectorDB(t *testing.T, srv *kubeapi.Server, marker string) {
 }
 
 // expectGone checks that destroy removed the stack's objects.
+// hostScaledObject is a ScaledObject of the host's, in a namespace of its
+// own, made once KEDA's CRDs are there.
+func hostScaledObject(t *testing.T, srv *kubeapi.Server) {
+	t.Helper()
+	srv.Kubectl(t, "create", "namespace", "shop")
+	srv.Create(t, map[string]any{"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+		"metadata": map[string]any{"name": "checkout", "namespace": "shop"},
+		"spec": map[string]any{"scaleTargetRef": map[string]any{"name": "checkout"},
+			"triggers": []any{map[string]any{"type": "cpu", "metricType": "Utilization", "metadata": map[string]any{"value": "60"}}}}})
+}
+
+// expectHostScaling: the stack's KEDA went, its CRDs stayed, and with
+// them the host's ScaledObject (the chart ships its CRDs as templates:
+// deleting them would delete every ScaledObject in the cluster).
+func expectHostScaling(t *testing.T, srv *kubeapi.Server) {
+	t.Helper()
+	if out := strings.TrimSpace(srv.Kubectl(t, "get", "deployments", "-n", serving.KEDANamespace, "--ignore-not-found", "-o", "name")); out != "" {
+		t.Errorf("destroy left the stack's KEDA: %s", out)
+	}
+	for _, crd := range []string{"scaledobjects.keda.sh", "scaledjobs.keda.sh", "triggerauthentications.keda.sh"} {
+		if out := strings.TrimSpace(srv.Kubectl(t, "get", "crd", crd, "--ignore-not-found", "-o", "name")); out == "" {
+			t.Errorf("destroy deleted the CRD %s, and with it every object of its kind in the cluster", crd)
+		}
+	}
+	if out := strings.TrimSpace(srv.Kubectl(t, "get", "scaledobjects.keda.sh", "checkout", "-n", "shop", "--ignore-not-found", "-o", "name")); out == "" {
+		t.Error("destroy deleted the host's own ScaledObject shop/checkout")
+	}
+}
+
 func expectGone(t *testing.T, srv *kubeapi.Server) {
 	t.Helper()
 	for _, q := range [][]string{

@@ -401,14 +401,17 @@ func (s *Storage) Env() pulumi.StringMap {
 }
 
 // modelClaim is a model's volume (vLLM's weights cache, Ollama's store).
-// Binding may wait for the first consumer, so nothing awaits it; its
-// content comes from object storage or a registry, so no backup holds it.
+// Binding may wait for the first consumer, so nothing awaits it. Its
+// content comes from object storage or a registry, so no backup holds it
+// (the backup's resource policy skips the volumes of its class); the claim
+// itself is backed up, since a restore without it leaves every pod that
+// mounts it Pending: restored, it binds a new, empty volume, which the
+// restored download Job (Velero restores a Job without its status) fills.
 func modelClaim(name, ns, accessMode, storageClass string, gi int) *corev1.PersistentVolumeClaimArgs {
 	return &corev1.PersistentVolumeClaimArgs{
 		Metadata: &metav1.ObjectMetaArgs{
 			Name: pulumi.String(name), Namespace: pulumi.String(ns),
 			Annotations: pulumi.StringMap{kube.SkipAwaitAnnotation: pulumi.String("true")},
-			Labels:      pulumi.StringMap{kube.BackupExcludeLabel: pulumi.String("true")},
 		},
 		Spec: &corev1.PersistentVolumeClaimSpecArgs{
 			AccessModes:      pulumi.StringArray{pulumi.String(accessMode)},

@@ -1,6 +1,7 @@
 package vectordb
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"strings"
@@ -119,31 +120,56 @@ func Cluster(s Spec, store *Store) map[string]any {
 		"inheritedMetadata":     map[string]any{"labels": labels},
 	}
 	if store != nil {
-		objectStore := map[string]any{
-			"destinationPath": store.Destination,
-			"wal":             map[string]any{"compression": "gzip"},
-			"data":            map[string]any{"compression": "gzip"},
-		}
-		if store.Endpoint != "" {
-			objectStore["endpointURL"] = store.Endpoint
-			objectStore["s3Credentials"] = map[string]any{
-				"accessKeyId":     map[string]any{"name": BackupSecret(s.Name), "key": AccessKeyKey},
-				"secretAccessKey": map[string]any{"name": BackupSecret(s.Name), "key": SecretKeyKey},
-			}
-		} else {
-			objectStore["azureCredentials"] = map[string]any{"inheritFromAzureAD": true}
-			maps.Copy(labels, store.Identity.PodLabelValues())
-			spec["serviceAccountTemplate"] = map[string]any{"metadata": map[string]any{
-				"annotations": store.Identity.ServiceAccountAnnotationValues(),
+		objectStore := barmanStore(s, store, labels, spec)
+		objectStore["serverName"] = cmp.Or(s.Archive, s.Name)
+		objectStore["wal"] = map[string]any{"compression": "gzip"}
+		objectStore["data"] = map[string]any{"compression": "gzip"}
+		spec["backup"] = map[string]any{"barmanObjectStore": objectStore, "retentionPolicy": "30d"}
+		if s.RestoreFrom != "" {
+			origin := barmanStore(s, store, labels, spec)
+			origin["serverName"] = s.RestoreFrom
+			spec["externalClusters"] = []any{map[string]any{"name": RestoreSource, "barmanObjectStore": origin}}
+			spec["bootstrap"] = map[string]any{"recovery": map[string]any{
+				"source": RestoreSource, "database": Database, "owner": Owner,
+				"secret": map[string]any{"name": CredentialsSecret(s.Name)},
 			}}
 		}
-		spec["backup"] = map[string]any{"barmanObjectStore": objectStore, "retentionPolicy": "30d"}
 	}
 	return map[string]any{
 		"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
-		"metadata": map[string]any{"name": s.Name, "namespace": s.Namespace},
-		"spec":     spec,
+		// The database comes back from its own archive, never from a
+		// Velero backup: a restored Cluster would run initdb again (its
+		// volumes, which CloudNativePG makes, are not in the backup) and
+		// then fail to archive into its old, non-empty archive.
+		"metadata": map[string]any{"name": s.Name, "namespace": s.Namespace,
+			"labels": map[string]any{kube.BackupExcludeLabel: "true"}},
+		"spec": spec,
 	}
+}
+
+// RestoreSource names the archive a restored database recovers from
+// among its externalClusters.
+const RestoreSource = "archive"
+
+// barmanStore is where and how a database reaches its backup store:
+// the path and the S3 keys, or workload identity for Azure Blob (whose
+// pod labels and service account annotation it adds to labels and spec).
+func barmanStore(s Spec, store *Store, labels, spec map[string]any) map[string]any {
+	objectStore := map[string]any{"destinationPath": store.Destination}
+	if store.Endpoint != "" {
+		objectStore["endpointURL"] = store.Endpoint
+		objectStore["s3Credentials"] = map[string]any{
+			"accessKeyId":     map[string]any{"name": BackupSecret(s.Name), "key": AccessKeyKey},
+			"secretAccessKey": map[string]any{"name": BackupSecret(s.Name), "key": SecretKeyKey},
+		}
+		return objectStore
+	}
+	objectStore["azureCredentials"] = map[string]any{"inheritFromAzureAD": true}
+	maps.Copy(labels, store.Identity.PodLabelValues())
+	spec["serviceAccountTemplate"] = map[string]any{"metadata": map[string]any{
+		"annotations": store.Identity.ServiceAccountAnnotationValues(),
+	}}
+	return objectStore
 }
 
 // ScheduledBackup is a pgvector's nightly base backup (CloudNativePG's
@@ -158,6 +184,9 @@ func ScheduledBackup(s Spec) map[string]any {
 		},
 	}
 }
+
+// DatabaseLabel names the database on its Services (Monitor selects it).
+const DatabaseLabel = "gpu-node-pools/vectordb"
 
 // QdrantValues are the Qdrant chart's values: the unprivileged image, as
 // a restricted pod, persistence and a snapshot volume of the same size,
@@ -175,6 +204,7 @@ func QdrantValues(s Spec) map[string]any {
 	pod["runAsUser"], pod["runAsGroup"], pod["fsGroup"] = 1000, 2000, 3000
 	values := map[string]any{
 		"replicaCount":             s.Replicas,
+		"service":                  map[string]any{"additionalLabels": map[string]any{DatabaseLabel: s.Name}},
 		"image":                    map[string]any{"useUnprivilegedImage": true},
 		"updateVolumeFsOwnership":  false,
 		"persistence":              persistence,
@@ -237,7 +267,13 @@ func (s Spec) Describe() string {
 // /metrics for Qdrant, which signs in with the API key.
 func Monitor(s Spec, labels map[string]string) map[string]any {
 	if s.Kind == Qdrant {
-		m := monitoring.ServiceMonitor(s.Name+"-metrics", s.Namespace, labels, map[string]string{"app.kubernetes.io/instance": QdrantRelease(s.Name)}, "http", "30s")
+		// by a label of the program's (not app.kubernetes.io/instance,
+		// which Argo CD's label tracking rewrites), on the client Service
+		// only: the headless one (component cluster-discovery) has the
+		// same ports and would scrape every pod twice
+		m := monitoring.ServiceMonitor(s.Name+"-metrics", s.Namespace, labels, map[string]string{DatabaseLabel: s.Name}, "http", "30s")
+		m["spec"].(map[string]any)["selector"].(map[string]any)["matchExpressions"] = []any{
+			map[string]any{"key": "app.kubernetes.io/component", "operator": "DoesNotExist"}}
 		endpoint := m["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
 		endpoint["authorization"] = map[string]any{"type": "Bearer", "credentials": map[string]any{"name": CredentialsSecret(s.Name), "key": APIKeyKey}}
 		return m

@@ -56,6 +56,18 @@ type Spec struct {
 	// storage (CloudNativePG's own backups): s3://bucket/path, or an Azure
 	// Blob container URL. Qdrant keeps snapshots on a volume.
 	Backup string `json:"backup,omitempty"`
+	// Archive is the name pgvector's WAL and base backups go under in
+	// backup (CloudNativePG's serverName). A database restored from an
+	// archive archives under a new one: CloudNativePG refuses to archive
+	// into one that holds another database's WAL.
+	// Default: the database's name.
+	Archive string `json:"archive,omitempty"`
+	// RestoreFrom makes a new pgvector database recover from the archive
+	// of that name in backup (CloudNativePG's recovery bootstrap) instead
+	// of starting empty: set it, with a new archive, before the database
+	// is created again after a loss (docs/operations.md). It is read only
+	// when the database is created.
+	RestoreFrom string `json:"restoreFrom,omitempty"`
 	// NodeSelector picks the CPU nodes; a GPU pool's selector is refused.
 	// Default: any node without nvidia.com/gpu.present=true.
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
@@ -173,11 +185,33 @@ func (s Spec) Validate(p *field.Path) field.ErrorList {
 			errs = append(errs, fielderr.Invalid(p.Child("backup"), s.Backup, "must be where the backups go in the stack's storage: s3://bucket/path, or https://<account>.blob.core.windows.net/<container>/path"))
 		}
 	}
+	errs = append(errs, s.validateArchive(p)...)
 	switch {
 	case s.Kind == Qdrant && s.Password != "":
 		errs = append(errs, fielderr.Forbidden(p.Child("password"), "(secret)", "pgvector's; Qdrant takes apiKey"))
 	case s.Kind != Qdrant && s.APIKey != "":
 		errs = append(errs, fielderr.Forbidden(p.Child("apiKey"), "(secret)", "Qdrant's; pgvector takes password"))
+	}
+	return errs
+}
+
+// validateArchive: archive and restoreFrom name archives in pgvector's
+// backup, and a restored database archives under a name of its own.
+func (s Spec) validateArchive(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []struct{ key, v string }{{"archive", s.Archive}, {"restoreFrom", s.RestoreFrom}} {
+		key, v := f.key, f.v
+		switch {
+		case v == "":
+		case s.Kind == Qdrant || s.Backup == "":
+			errs = append(errs, fielderr.Forbidden(p.Child(key), v, "names an archive in pgvector's backup: set backup (pgvector only)"))
+		case !fielderr.DNSLabel(v):
+			errs = append(errs, fielderr.Invalid(p.Child(key), v, "must be a DNS label"))
+		}
+	}
+	if s.RestoreFrom != "" && s.RestoreFrom == cmp.Or(s.Archive, s.Name) {
+		errs = append(errs, fielderr.Invalid(p.Child("archive"), cmp.Or(s.Archive, s.Name),
+			"is the archive the database restores from: CloudNativePG refuses to archive into an archive that is not empty (WAL archive check); set archive to a new name, such as %s-2", s.Name))
 	}
 	return errs
 }

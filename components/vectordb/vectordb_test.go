@@ -40,6 +40,13 @@ func TestValidate(t *testing.T) {
 		{"bad quantities", vectordb.Spec{Name: "rag", Size: "10Gi", Resources: vectordb.Resources{CPU: "lots"}}, []string{`vectorDBs[0].resources.cpu: Invalid value: "lots"`}},
 		{"valid pgvector", vectordb.Spec{Name: "rag", Size: "20Gi", Dimensions: 1024, Vectors: 2_000_000, Backup: "s3://acme/rag", Clients: []string{"rag-app"}}, nil},
 		{"valid qdrant", vectordb.Spec{Name: "search", Kind: vectordb.Qdrant, Size: "100Gi", Replicas: 3, APIKey: "k"}, nil},
+		{"restores into its own archive", vectordb.Spec{Name: "rag", Size: "20Gi", Backup: "s3://acme/rag", RestoreFrom: "rag"},
+			[]string{`vectorDBs[0].archive: Invalid value: "rag": is the archive the database restores from: CloudNativePG refuses to archive into an archive that is not empty (WAL archive check); set archive to a new name, such as rag-2`}},
+		{"archives without a backup, bad name", vectordb.Spec{Name: "rag", Size: "20Gi", Archive: "rag-2", RestoreFrom: "Rag_1"},
+			[]string{`vectorDBs[0].archive: Forbidden: names an archive in pgvector's backup: set backup`, `vectorDBs[0].restoreFrom: Forbidden: names an archive`}},
+		{"bad archive name", vectordb.Spec{Name: "rag", Size: "20Gi", Backup: "s3://acme/rag", Archive: "Rag_2"},
+			[]string{`vectorDBs[0].archive: Invalid value: "Rag_2": must be a DNS label`}},
+		{"restored", vectordb.Spec{Name: "rag", Size: "20Gi", Backup: "s3://acme/rag", RestoreFrom: "rag", Archive: "rag-2"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -83,7 +90,7 @@ func TestCluster(t *testing.T) {
 	got := vectordb.Cluster(s, &vectordb.Store{Destination: "s3://acme/rag", Endpoint: "https://s3.example"})
 	want := map[string]any{
 		"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
-		"metadata": map[string]any{"name": "rag", "namespace": "vector-dbs"},
+		"metadata": map[string]any{"name": "rag", "namespace": "vector-dbs", "labels": map[string]any{"velero.io/exclude-from-backup": "true"}},
 		"spec": map[string]any{
 			"instances": 1,
 			"imageName": vectordb.PostgresImage,
@@ -97,7 +104,7 @@ func TestCluster(t *testing.T) {
 			"inheritedMetadata": map[string]any{"labels": map[string]any{"velero.io/exclude-from-backup": "true",
 				"app.kubernetes.io/managed-by": "gpu-node-pools"}},
 			"backup": map[string]any{"retentionPolicy": "30d", "barmanObjectStore": map[string]any{
-				"destinationPath": "s3://acme/rag", "endpointURL": "https://s3.example",
+				"destinationPath": "s3://acme/rag", "endpointURL": "https://s3.example", "serverName": "rag",
 				"wal": map[string]any{"compression": "gzip"}, "data": map[string]any{"compression": "gzip"},
 				"s3Credentials": map[string]any{
 					"accessKeyId":     map[string]any{"name": "rag-backup-store", "key": "ACCESS_KEY_ID"},
