@@ -90,6 +90,29 @@ func requireConverged(t *testing.T, c *delivery.Cluster, objs []*unstructured.Un
 	if problems := c.Converged(ctx, objs, convergeLimit); len(problems) > 0 {
 		t.Fatalf("not converged within %s:\n%s", convergeLimit, strings.Join(problems, "\n"))
 	}
+	requireScraped(ctx, t, c)
+}
+
+// requireScraped: each ServiceMonitor delivered makes Prometheus scrape
+// the one Service it is for, however the delivery labelled that Service
+// (Argo CD's label tracking rewrites app.kubernetes.io/instance): a
+// monitor that selects nothing leaves the queue-depth scaling reading 0
+// and the GPU alerts silent; one that selects two Services scrapes every
+// pod twice.
+func requireScraped(ctx context.Context, t *testing.T, c *delivery.Cluster) {
+	t.Helper()
+	scraped, err := c.ScrapedServices(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scraped) == 0 {
+		t.Fatal("no ServiceMonitor was delivered")
+	}
+	for sm, services := range scraped {
+		if len(services) != 1 {
+			t.Errorf("ServiceMonitor %s makes Prometheus scrape %v, want its one Service", sm, services)
+		}
+	}
 }
 
 // fillGPUs takes every GPU the running pods leave free on every GPU node

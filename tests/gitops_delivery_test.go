@@ -237,7 +237,7 @@ func deliver(t *testing.T, c *delivery.Cluster, dir, tool string) ([]delivery.St
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := c.ArgoSync(ctx, "Application "+a.Name, local)
+			s := c.ArgoSync(ctx, a.Name, local)
 			steps = append(steps, s...)
 			if delivery.Failed(s) != nil {
 				break

@@ -195,13 +195,13 @@ func stackPlan(t *testing.T, stack string) *plan.Stack {
 }
 
 // nodesFor is how many nodes the cluster autoscaler would give a pool for
-// the stack's pods: one replica of each model and one run of each batch
-// job on it, at least one node.
+// the stack's pods: the replicas each model starts with (at least one) and
+// one run of each batch job on it, at least one node.
 func nodesFor(p *plan.Stack, pool gpupool.Facts) int {
 	gpus := 0
 	for _, e := range p.Serving.Engines {
 		if e.Pool.Name == pool.Name {
-			gpus += e.TensorParallel
+			gpus += e.TensorParallel * max(e.MinReplicas, 1)
 		}
 	}
 	for _, j := range p.Serving.Jobs {

@@ -126,7 +126,9 @@ func VLLMValues(e Engine) map[string]any {
 		"initContainer":      WaitForWeights(e),
 		"vllmConfig":         vllm,
 		// the Deployment's annotations: how long `pulumi up` waits for it
-		"annotations": AwaitAnnotations(e),
+		"annotations":    AwaitAnnotations(e),
+		"podAnnotations": enginePodAnnotations(e),
+		"pdb":            map[string]any{"enabled": true, "maxUnavailable": 1},
 		// scaling is a ScaledObject of our own (ScaledObject)
 		"keda": map[string]any{"enabled": false},
 	}
@@ -150,7 +152,7 @@ func VLLMValues(e Engine) map[string]any {
 			// The chart's sample labels (environment: test, release: test)
 			// would land in the engine's immutable selector: nil removes
 			// them (helm.Release.Nulls).
-			"labels":    map[string]any{"gpu-node-pools/model": e.Name, "environment": nil, "release": nil},
+			"labels":    map[string]any{ModelLabel: e.Name, "environment": nil, "release": nil},
 			"modelSpec": []any{model},
 			// One replica at a time, no surge: a pool sized to its replicas
 			// has no spare GPU for the chart's default (maxSurge 100%), and
@@ -159,6 +161,23 @@ func VLLMValues(e Engine) map[string]any {
 		},
 		"routerSpec": map[string]any{"enableRouter": false},
 	})
+}
+
+// SafeToEvict is the cluster autoscaler's annotation: "false" keeps it
+// from removing the node a pod runs on to consolidate (cluster-autoscaler
+// simulator/drainability/rules/notsafetoevict/rule.go, 1.34).
+const SafeToEvict = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+
+// enginePodAnnotations keep the autoscaler from moving a model's only
+// replica to pack nodes: the move is an outage of a cold start. Models
+// with more replicas are left to it, one at a time (the engine's
+// PodDisruptionBudget, maxUnavailable 1, which also lets the host's node
+// upgrades drain a one-replica model rather than stall on it).
+func enginePodAnnotations(e Engine) map[string]any {
+	if e.MinReplicas > 1 {
+		return nil
+	}
+	return map[string]any{SafeToEvict: "false"}
 }
 
 // MemoryUtilization is vLLM's --gpu-memory-utilization for one replica: a
@@ -189,12 +208,18 @@ func imageTag(image string) string {
 // DeploymentName is the engine Deployment the chart creates for a model.
 func DeploymentName(model string) string { return Release(model) + "-" + model + "-deployment-vllm" }
 
-// EngineServiceMonitor scrapes a model's engine Service for vLLM's metrics.
+// EngineServiceMonitor scrapes a model's engine Service for vLLM's
+// metrics. It selects the Service by the model label the program gives it
+// (servingEngineSpec.labels), not by app.kubernetes.io/instance, which
+// Argo CD's label tracking rewrites on the Service.
 func EngineServiceMonitor(ns string, e Engine) map[string]any {
 	return monitoring.ServiceMonitor("model-"+e.Name, ns, e.ServiceMonitorLabels,
-		map[string]string{"app.kubernetes.io/instance": Release(e.Name), "app.kubernetes.io/component": "serving-engine"},
+		map[string]string{ModelLabel: e.Name, "app.kubernetes.io/component": "serving-engine"},
 		"metrics", "15s")
 }
+
+// ModelLabel names the model on each of its engine's objects.
+const ModelLabel = "gpu-node-pools/model"
 
 // poolMatchExpressions pin a pod to a pool (node affinity), in the form the
 // chart's nodeSelectorTerms and a pod's required node affinity both take.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/ssa"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +17,26 @@ import (
 
 // syncWave is Argo CD's sync-wave annotation.
 const syncWave = "argocd.argoproj.io/sync-wave"
+
+// AppInstanceLabel is where Argo CD's label tracking, the default
+// resourceTrackingMethod before Argo CD 3.0, records which Application
+// owns an object.
+const AppInstanceLabel = "app.kubernetes.io/instance"
+
+// TrackByLabel marks an object as the Application's as label tracking
+// does: its own metadata.labels only, overwriting the chart's value; pod
+// templates keep theirs (argo-cd v2.14.0 util/kube/kube.go
+// SetAppInstanceLabel: sub-resources are labelled for the legacy key
+// "applications.argoproj.io/app-name" alone). A selector on a Service's
+// or a Deployment's own app.kubernetes.io/instance then finds nothing.
+func TrackByLabel(o *unstructured.Unstructured, app string) {
+	labels := o.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[AppInstanceLabel] = app
+	o.SetLabels(labels)
+}
 
 // Application is what an Argo CD Application tells the controller.
 type Application struct {
@@ -91,10 +112,14 @@ func SortTasks(objs []*unstructured.Unstructured) {
 // the operation succeeds once it is applied ("EVEN if those objects
 // subsequently degraded"). Argo CD sets no limit on that wait; limit is
 // the simulated time this harness gives each wave.
-func (c *Cluster) ArgoSync(ctx context.Context, name, dir string) []Step {
+func (c *Cluster) ArgoSync(ctx context.Context, app, dir string) []Step {
+	name := "Application " + app
 	objs, err := Build(dir)
 	if err != nil {
 		return []Step{c.done(Step{Name: name, Err: err})}
+	}
+	for _, o := range objs {
+		TrackByLabel(o, app)
 	}
 	SortTasks(objs)
 	// What left the tree is pruned (the program's Applications set
@@ -119,6 +144,7 @@ func (c *Cluster) ArgoSync(ctx context.Context, name, dir string) []Step {
 				tasks = append(tasks, o)
 			}
 		}
+		var pruned []*unstructured.Unstructured
 		for _, o := range stale {
 			if wave(o) != w {
 				continue
@@ -127,6 +153,7 @@ func (c *Cluster) ArgoSync(ctx context.Context, name, dir string) []Step {
 				step.Err = fmt.Errorf("prune %s: %w", key(o), err)
 				break
 			}
+			pruned = append(pruned, o)
 			step.Pruned++
 		}
 		for _, o := range tasks {
@@ -143,6 +170,9 @@ func (c *Cluster) ArgoSync(ctx context.Context, name, dir string) []Step {
 		if step.Err == nil && multiStep && i < len(waves)-1 {
 			step.Err = c.waitHealthy(ctx, tasks, c.Limit)
 		}
+		if step.Err == nil {
+			step.Err = c.waitPruned(ctx, pruned, c.Limit)
+		}
 		step.Took = time.Since(start)
 		steps = append(steps, c.done(step))
 		if step.Err != nil {
@@ -150,6 +180,37 @@ func (c *Cluster) ArgoSync(ctx context.Context, name, dir string) []Step {
 		}
 	}
 	return steps
+}
+
+// waitPruned waits until each object the wave pruned is gone: the sync
+// neither moves to the next wave nor ends while a pruned object is still
+// being deleted (gitops-engine v0.7.3 pkg/sync/sync_context.go, Sync:
+// "if pruned tasks pending deletion, then wait"). A finalizer that holds
+// it (a claim a running pod still mounts) holds the sync.
+func (c *Cluster) waitPruned(ctx context.Context, pruned []*unstructured.Unstructured, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		var left []string
+		for _, o := range pruned {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(o.GroupVersionKind())
+			err := c.Client.Get(ctx, client.ObjectKeyFromObject(o), live)
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				left = append(left, fmt.Sprintf("%s: %v", key(o), err))
+			case live.GetUID() == o.GetUID() || o.GetUID() == "":
+				left = append(left, key(o))
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("pruned objects still being deleted after %s: %v", limit, left)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // waitHealthy waits until every task's live object is Healthy or has no

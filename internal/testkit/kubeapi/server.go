@@ -42,9 +42,12 @@ var apiControllers = []string{"garbage-collector-controller", "namespace-control
 // once KWOK reports it Ready), service accounts (pods are refused in a
 // namespace without its default one), the root CA publisher (every pod's
 // token volume reads its kube-root-ca.crt), the workload controllers that make
-// pods, and the binder of claims to static volumes.
+// pods, the binder of claims to static volumes, and the disruption
+// controller, which counts the healthy pods a PodDisruptionBudget guards
+// (the eviction API refuses all evictions of a budget it has not counted).
 var schedulingControllers = []string{"node-lifecycle-controller", "serviceaccount-controller", "root-ca-certificate-publisher-controller", "deployment-controller",
-	"replicaset-controller", "job-controller", "cronjob-controller", "daemonset-controller", "persistentvolume-binder-controller"}
+	"replicaset-controller", "job-controller", "cronjob-controller", "daemonset-controller", "persistentvolume-binder-controller",
+	"disruption-controller"}
 
 // Server is a running API server.
 type Server struct {
