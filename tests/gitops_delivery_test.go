@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/gitops"
+	"github.com/natron/gpu-node-pools/components/serving"
 	"github.com/natron/gpu-node-pools/internal/secret"
 	"github.com/natron/gpu-node-pools/internal/testkit/delivery"
 	"github.com/natron/gpu-node-pools/internal/testkit/gpustack"
@@ -334,7 +337,7 @@ func editYAML(t *testing.T, from, to string, edit func(map[string]any)) {
 func withKindLate(t *testing.T, tool, kind string) (string, *plan.Stack, int) {
 	t.Helper()
 	dir, p := renderFor(t, "dev", tool, "")
-	n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), kind, gitops.Layers[1], gitops.Layers[len(gitops.Layers)-1])
+	n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), kind, gitops.Layers[gitops.LayerInputs], gitops.Layers[gitops.LayerDelivery])
 	return dir, p, n
 }
 
@@ -381,7 +384,7 @@ func TestFirstDeliveryFailsWithSecretsLate(t *testing.T) {
 			if len(inputsBeforePods(treeObjects(t, dir))) == 0 {
 				t.Error("the invariant finds every Secret in time with the ExternalSecrets a layer late")
 			}
-			deliveryFails(t, dir, p, tool, gitops.Layers[2], "Secret/") // the download's layer
+			deliveryFails(t, dir, p, tool, gitops.Layers[gitops.LayerProviders], "Secret/") // the download's layer
 		})
 	}
 }
@@ -402,9 +405,78 @@ func TestFirstDeliveryFailsWithClusterPolicyLate(t *testing.T) {
 			if n != 1 {
 				t.Fatalf("moved %d ClusterPolicies, want the GPU operator's one", n)
 			}
-			c := deliveryFails(t, dir, p, tool, gitops.Layers[3]) // the GPU pods' layer
+			c := deliveryFails(t, dir, p, tool, gitops.Layers[gitops.LayerGPUWorkloads]) // the GPU pods' layer
 			if c.GPU.Acted("runtime-class") {
 				t.Error("the GPU operator stand-in made its RuntimeClass with no ClusterPolicy")
+			}
+		})
+	}
+}
+
+// A model that scales from zero, on a pool with no GPU to give (the
+// subscription's quota is short), does not hold up the first delivery of
+// the prod stack, with either tool: its ScaledObject comes in its
+// Deployment's layer, and KEDA (the platform's, run by its own idle rule)
+// scales the idle model to none before its replica can wait for a GPU.
+// With the ScaledObject back in the last layer, where the released layout
+// put it, the GPU layer waits for that replica for ever.
+func TestFirstDeliveryOfAnIdleModelWithoutGPUs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tool string
+		late bool // the ScaledObjects in the last layer
+	}{{gitops.Flux, false}, {gitops.ArgoCD, false}, {gitops.Flux, true}} {
+		t.Run(fmt.Sprintf("%s/late=%v", tc.tool, tc.late), func(t *testing.T) {
+			t.Parallel() // each on its own cluster
+			dir, p := renderFor(t, "prod", tc.tool, "")
+			var idle *serving.Engine
+			for i, e := range p.Serving.Engines {
+				if e.ScalesFromZero() {
+					idle = &p.Serving.Engines[i]
+				}
+			}
+			if idle == nil {
+				t.Fatal("the prod stack has no model that scales from zero")
+			}
+			if tc.late {
+				if n := moveKind(t, filepath.Join(dir, gitops.WorkloadTree), "ScaledObject", gitops.Layers[gitops.LayerGPUWorkloads], gitops.Layers[gitops.LayerDelivery]); n == 0 {
+					t.Fatal("no ScaledObject in the GPU layer to move")
+				}
+			}
+			c := hostCluster(t, dir, p)
+			// the quota is short: the idle model's pool has no node
+			var gone []string
+			for _, n := range strings.Fields(c.Srv.Kubectl(t, "get", "nodes", "-o", "name")) {
+				if strings.HasPrefix(n, "node/"+idle.Pool.Name+"-") {
+					gone = append(gone, strings.TrimPrefix(n, "node/"))
+				}
+			}
+			if len(gone) == 0 {
+				t.Fatalf("no node of pool %s to take away", idle.Pool.Name)
+			}
+			c.Srv.Kubectl(t, append([]string{"delete", "node"}, gone...)...)
+			c.StartKEDA(t)
+			if tc.late {
+				c.Limit = time.Minute
+			}
+			steps, objs := deliver(t, c, dir, tc.tool)
+			err := delivery.Failed(steps)
+			if tc.late {
+				if err == nil || !strings.Contains(err.Error(), gitops.Layers[gitops.LayerGPUWorkloads].Dir) || !strings.Contains(err.Error(), serving.DeploymentName(idle.Name)) {
+					t.Errorf("with the ScaledObjects late: %v, want the GPU layer waiting for %s", err, serving.DeploymentName(idle.Name))
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("the first delivery did not complete: %v", err)
+			}
+			requireConverged(t, c, objs)
+			var d appsv1.Deployment
+			if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: p.Serving.Options.Namespace, Name: serving.DeploymentName(idle.Name)}, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Spec.Replicas == nil || *d.Spec.Replicas != 0 {
+				t.Errorf("%s has %v replicas after the delivery, want none: it is idle", d.Name, d.Spec.Replicas)
 			}
 		})
 	}

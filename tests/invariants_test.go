@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/natron/gpu-node-pools/components/gitops"
 	"github.com/natron/gpu-node-pools/internal/testkit/delivery"
@@ -66,20 +67,26 @@ func podSpecOf(o *unstructured.Unstructured) (*corev1.PodSpec, map[string]string
 
 // inputsBeforePods: every Secret and ConfigMap a pod of the render reads
 // (the kubelet's rule, kubeapi.MissingInputs) is in the pod's layer or an
-// earlier one, as the object itself, as an ExternalSecret's target, or
-// made at run time by an operator of the render (delivery.KEDACerts). A
+// earlier one, as the object itself or made at run time by an operator of
+// the render (delivery.KEDACerts), or is the target of an ExternalSecret
+// of an earlier layer (the operator makes it after the ExternalSecret is
+// applied, so a reader of the same layer would start without it). A
 // Secret the platform provides (a pull secret, the host's own) would be
 // named here; today there is none.
 func inputsBeforePods(objs []layered) []string {
 	type input struct {
 		layer int
 		keys  map[string]bool // nil: any key
+		// synced: an ExternalSecret's target, which exists only once the
+		// External Secrets Operator has read the store; a reader in the
+		// same layer is applied before it is there
+		synced bool
 	}
 	have := map[string]input{}
-	add := func(kind, ns, name string, layer int, keys map[string]bool) {
+	add := func(kind, ns, name string, layer int, keys map[string]bool, synced bool) {
 		k := kind + "/" + ns + "/" + name
 		if prev, ok := have[k]; !ok || layer < prev.layer {
-			have[k] = input{layer, keys}
+			have[k] = input{layer, keys, synced}
 		}
 	}
 	for _, lo := range objs {
@@ -93,7 +100,7 @@ func inputsBeforePods(objs []layered) []string {
 					keys[k] = true
 				}
 			}
-			add(o.GetKind(), o.GetNamespace(), o.GetName(), lo.layer, keys)
+			add(o.GetKind(), o.GetNamespace(), o.GetName(), lo.layer, keys, false)
 		case "ExternalSecret":
 			name, _, _ := unstructured.NestedString(o.Object, "spec", "target", "name")
 			if name == "" {
@@ -111,7 +118,7 @@ func inputsBeforePods(objs []layered) []string {
 					}
 				}
 			}
-			add("Secret", o.GetNamespace(), name, lo.layer, keys)
+			add("Secret", o.GetNamespace(), name, lo.layer, keys, true)
 		case "Deployment":
 			for _, s := range []delivery.RuntimeSecret{delivery.KEDACerts} {
 				if o.GetName() == s.Operator {
@@ -119,7 +126,7 @@ func inputsBeforePods(objs []layered) []string {
 					for _, k := range s.Keys {
 						keys[k] = true
 					}
-					add("Secret", o.GetNamespace(), s.Name, lo.layer, keys)
+					add("Secret", o.GetNamespace(), s.Name, lo.layer, keys, false)
 				}
 			}
 		}
@@ -133,7 +140,7 @@ func inputsBeforePods(objs []layered) []string {
 		ns := lo.o.GetNamespace()
 		missing := kubeapi.MissingInputs(spec, func(kind, name string) (map[string]bool, bool) {
 			in, ok := have[kind+"/"+ns+"/"+name]
-			if !ok || in.layer > lo.layer {
+			if !ok || in.layer > lo.layer || (in.synced && in.layer == lo.layer) {
 				return nil, false
 			}
 			return in.keys, true
@@ -145,7 +152,7 @@ func inputsBeforePods(objs []layered) []string {
 					continue // a Secret whose keys the render does not list
 				}
 			}
-			problems = append(problems, fmt.Sprintf("%s %s/%s (layer %s) reads %s, which is not in its layer or one before",
+			problems = append(problems, fmt.Sprintf("%s %s/%s (layer %s) reads %s, which is not in its layer or one before (an ExternalSecret's target: one before)",
 				lo.o.GetKind(), ns, lo.o.GetName(), gitops.Layers[lo.layer].Dir, m))
 		}
 	}
@@ -268,5 +275,28 @@ func TestInvariantsSeeAMissingCredential(t *testing.T) {
 		if !strings.Contains(problems, want) {
 			t.Errorf("with only the download federated, the invariant does not name %q:\n%s", want, problems)
 		}
+	}
+}
+
+// The delivery-order invariant sees an ExternalSecret in its reader's
+// layer: the operator makes its Secret only after both are applied.
+func TestInvariantsSeeASecretSyncedTooLate(t *testing.T) {
+	t.Parallel()
+	obj := func(y string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	es := obj(`{apiVersion: external-secrets.io/v1, kind: ExternalSecret, metadata: {name: store-keys, namespace: models},
+spec: {target: {name: store-keys}, data: [{secretKey: key, remoteRef: {key: k}}]}}`)
+	job := obj(`{apiVersion: batch/v1, kind: Job, metadata: {name: download, namespace: models},
+spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: x, envFrom: [{secretRef: {name: store-keys}}]}]}}}}`)
+	if got := inputsBeforePods([]layered{{es, 1}, {job, 2}}); len(got) != 0 {
+		t.Errorf("an ExternalSecret a layer before its reader: %v", got)
+	}
+	if got := inputsBeforePods([]layered{{es, 2}, {job, 2}}); len(got) != 1 {
+		t.Errorf("an ExternalSecret in its reader's layer: %v, want one problem", got)
 	}
 }

@@ -167,10 +167,14 @@ func TestPlace(t *testing.T) {
 		{"runtime class only", deploy(map[string]any{"runtimeClassName": "nvidia"}), "2-resources"},
 		{"MIG init container", deploy(migInit), "2-resources"},
 		{"GPU batch job", cron, "2-resources"},
-		{"kyverno policy", map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy"}, "3-custom-resources"},
-		{"scaled object", map[string]any{"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject"}, "3-custom-resources"},
-		{"velero schedule", map[string]any{"apiVersion": "velero.io/v1", "kind": "Schedule"}, "3-custom-resources"},
-		{"prometheus rule", map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule"}, "3-custom-resources"},
+		{"kyverno policy", map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy"}, "1c-custom-resources"},
+		{"scaled object", map[string]any{"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject"}, "2-resources"},
+		{"interceptor route", map[string]any{"apiVersion": "http.keda.sh/v1beta1", "kind": "InterceptorRoute"}, "1c-custom-resources"},
+		{"velero schedule", map[string]any{"apiVersion": "velero.io/v1", "kind": "Schedule"}, "1c-custom-resources"},
+		{"prometheus rule", map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule"}, "1c-custom-resources"},
+		{"argo cd application", map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application"}, "3-custom-resources"},
+		{"flux kustomization", map[string]any{"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization"}, "3-custom-resources"},
+		{"flux git repository", map[string]any{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository"}, "3-custom-resources"},
 	} {
 		if got := gitops.Place(tc.obj).Dir; got != tc.layer {
 			t.Errorf("%s: layer %s, want %s", tc.name, got, tc.layer)
@@ -283,9 +287,10 @@ func TestArrange(t *testing.T) {
 		"workload/1-namespaces-crds/v1-namespace-models.yaml",
 		"workload/1a-inputs/kustomization.yaml",
 		"workload/1b-providers/kustomization.yaml",
+		"workload/1c-custom-resources/example.com_v1-widget-models-w.yaml",
+		"workload/1c-custom-resources/kustomization.yaml",
 		"workload/2-resources/apps_v1-deployment-models-engine.yaml",
 		"workload/2-resources/kustomization.yaml",
-		"workload/3-custom-resources/example.com_v1-widget-models-w.yaml",
 		"workload/3-custom-resources/kustomization.yaml",
 		"workload/kustomization.yaml",
 	}

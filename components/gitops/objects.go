@@ -27,18 +27,25 @@ type Layer struct {
 //     time: operators (the GPU operator, which makes the RuntimeClass and
 //     the device plugin that advertises the GPUs), the weight downloads,
 //     gateways, agents, with the webhooks and API services they serve;
+//   - the custom resources, whose CRDs and operators the earlier layers
+//     (or the platform) bring: policies, monitors, backups, databases.
+//     None needs a GPU pod, so none waits for a model's cold start, nor
+//     for ever when a pool has no GPU to give;
 //   - the pods that need the GPU stack's RuntimeClass or GPUs (the model
 //     servers, batch jobs): their downloads finished, their GPUs
-//     advertised;
-//   - the other custom resources, whose CRDs and operators the earlier
-//     layers (or the platform) bring.
+//     advertised; with the ScaledObjects that set their replicas;
+//   - 3-custom-resources, which held every custom resource until they
+//     moved earlier, and now holds the GitOps tool's own objects (the
+//     Applications, Kustomizations and GitRepository of the gitops tree):
+//     the platform's app-of-apps points at that folder, and an object
+//     that left it would be pruned there.
 //
 // Flux prunes only objects still labelled as its own, and the
 // Kustomization that applies an object relabels it: an object moved to a
 // later Kustomization is deleted before that one applies it
 // (fluxcd/kustomize-controller#338); one moved to an earlier one is kept
 // once the earlier one has applied it. The layers added since the first
-// release (1a, 1b) come before the ones that held their objects, so no
+// release (1a, 1b, 1c) come before the ones that held their objects, so no
 // object of an earlier render moves later. Both Kustomizations change in
 // the same commit, though, and the old one may prune before the new
 // layers exist: docs/rendering.md gives the upgrade's safe procedure.
@@ -46,17 +53,19 @@ var Layers = []Layer{
 	{Dir: "1-namespaces-crds", Wave: 0},
 	{Dir: "1a-inputs", Wave: 1},
 	{Dir: "1b-providers", Wave: 2},
-	{Dir: "2-resources", Wave: 3},
-	{Dir: "3-custom-resources", Wave: 4},
+	{Dir: "1c-custom-resources", Wave: 3},
+	{Dir: "2-resources", Wave: 4},
+	{Dir: "3-custom-resources", Wave: 5},
 }
 
 // Layer indexes, by what the layer holds.
 const (
-	layerCRDs = iota
-	layerInputs
-	layerProviders
-	layerGPUWorkloads
-	layerCustom
+	LayerCRDs = iota
+	LayerInputs
+	LayerProviders
+	LayerCustom
+	LayerGPUWorkloads
+	LayerDelivery
 )
 
 // inputKinds are the custom resources whose effect pods need, made at run
@@ -80,6 +89,26 @@ var serving = map[string]bool{
 	"apiregistration.k8s.io/APIService":                           true,
 }
 
+// scalers are the custom resources that set their workload's replicas:
+// they go with the workloads. KEDA (the platform's) scales an idle model
+// that scales from zero to none as soon as both are there (keda v2.20.2
+// pkg/scaling/executor/scale_scaledobjects.go: no active trigger, no last
+// active time); a layer later, the model's first replica had to finish a
+// cold start (or, with GPUs short, never could) before the layer that
+// brought its scaler was applied.
+var scalers = map[string]bool{
+	"keda.sh/ScaledObject": true,
+}
+
+// deliveryKinds are the GitOps tools' own objects, which stay in the
+// folder the platform's app-of-apps (or bootstrap) was pointed at.
+var deliveryKinds = map[string]bool{
+	"argoproj.io/Application":                   true,
+	"argoproj.io/AppProject":                    true,
+	"kustomize.toolkit.fluxcd.io/Kustomization": true,
+	"source.toolkit.fluxcd.io/GitRepository":    true,
+}
+
 // Place is an object's layer, from what it needs (Layers): by its
 // apiVersion and kind and, for what runs pods, by whether its pods ask for
 // a RuntimeClass or for extended resources of nvidia.com (which only the
@@ -90,7 +119,7 @@ func Place(obj map[string]any) Layer {
 	apiVersion, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
 	if kind == "Namespace" || kind == "CustomResourceDefinition" {
-		return Layers[layerCRDs]
+		return Layers[LayerCRDs]
 	}
 	group, _, found := strings.Cut(apiVersion, "/")
 	if !found {
@@ -98,20 +127,24 @@ func Place(obj map[string]any) Layer {
 	}
 	switch {
 	case inputKinds[group+"/"+kind]:
-		return Layers[layerInputs]
+		return Layers[LayerInputs]
+	case scalers[group+"/"+kind]:
+		return Layers[LayerGPUWorkloads]
+	case deliveryKinds[group+"/"+kind]:
+		return Layers[LayerDelivery]
 	case !scheme.Scheme.IsGroupRegistered(group):
-		return Layers[layerCustom]
+		return Layers[LayerCustom]
 	case serving[group+"/"+kind]:
-		return Layers[layerProviders]
+		return Layers[LayerProviders]
 	}
 	spec, runsPods := PodSpec(obj)
 	switch {
 	case !runsPods:
-		return Layers[layerInputs]
+		return Layers[LayerInputs]
 	case needsGPUStack(spec):
-		return Layers[layerGPUWorkloads]
+		return Layers[LayerGPUWorkloads]
 	}
-	return Layers[layerProviders]
+	return Layers[LayerProviders]
 }
 
 // PodTemplate is the pod template of an object that makes pods (a Pod
