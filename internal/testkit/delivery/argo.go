@@ -123,12 +123,18 @@ func (c *Cluster) ArgoSync(ctx context.Context, app, dir string) []Step {
 	}
 	SortTasks(objs)
 	// What left the tree is pruned (the program's Applications set
-	// prune: true) in its own wave, before that wave's applies
-	// (gitops-engine's prune tasks carry the live object's wave).
+	// prune: true) before a wave's applies, in the reverse of the waves
+	// it was applied in (pruneWaves).
 	stale := c.stale("Application "+name, objs)
+	pruneWave := pruneWaves(stale)
 	var waves []int
-	for _, o := range append(append([]*unstructured.Unstructured{}, objs...), stale...) {
+	for _, o := range objs {
 		if w := wave(o); !slices.Contains(waves, w) {
+			waves = append(waves, w)
+		}
+	}
+	for _, w := range pruneWave {
+		if !slices.Contains(waves, w) {
 			waves = append(waves, w)
 		}
 	}
@@ -146,7 +152,7 @@ func (c *Cluster) ArgoSync(ctx context.Context, app, dir string) []Step {
 		}
 		var pruned []*unstructured.Unstructured
 		for _, o := range stale {
-			if wave(o) != w {
+			if pruneWave[key(o)] != w {
 				continue
 			}
 			if err := c.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
@@ -182,10 +188,35 @@ func (c *Cluster) ArgoSync(ctx context.Context, app, dir string) []Step {
 	return steps
 }
 
+// pruneWaves are the waves stale objects are pruned in, by key: the
+// reverse of the order they were applied in, by a symmetric swap of the
+// prune tasks' distinct waves (the first with the last, ...), so that a
+// claim of an early wave is pruned after the pods of a later one that
+// mount it (gitops-engine pkg/sync/sync_context.go, getSyncTasks, as
+// Argo CD 3.x vendors it).
+func pruneWaves(stale []*unstructured.Unstructured) map[string]int {
+	var distinct []int
+	for _, o := range stale {
+		if w := wave(o); !slices.Contains(distinct, w) {
+			distinct = append(distinct, w)
+		}
+	}
+	slices.Sort(distinct)
+	swapped := map[int]int{}
+	for i, w := range distinct {
+		swapped[w] = distinct[len(distinct)-1-i]
+	}
+	out := map[string]int{}
+	for _, o := range stale {
+		out[key(o)] = swapped[wave(o)]
+	}
+	return out
+}
+
 // waitPruned waits until each object the wave pruned is gone: the sync
 // neither moves to the next wave nor ends while a pruned object is still
-// being deleted (gitops-engine v0.7.3 pkg/sync/sync_context.go, Sync:
-// "if pruned tasks pending deletion, then wait"). A finalizer that holds
+// being deleted (gitops-engine pkg/sync/sync_context.go, Sync: "if pruned
+// tasks pending deletion, then wait", as Argo CD 3.x vendors it). A finalizer that holds
 // it (a claim a running pod still mounts) holds the sync.
 func (c *Cluster) waitPruned(ctx context.Context, pruned []*unstructured.Unstructured, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
