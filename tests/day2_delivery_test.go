@@ -192,7 +192,9 @@ func engineImages(t *testing.T, c *delivery.Cluster) map[string]bool {
 // Day 2: a new vLLM image on pools with no spare GPU, with the engine
 // Deployments' strategy put back as the vllm-stack chart has it (maxSurge
 // 100 %, maxUnavailable 0): the new pod needs GPUs no node has, stays
-// Pending, and the sync fails. The lifecycle's image step converges with
+// Pending, and the delivery never converges (Flux's wait on the GPU layer
+// fails; Argo CD's sync ends with the engines' last wave applied and the
+// rollout stuck). The lifecycle's image step converges with
 // the program's strategy; this shows the harness sees the difference.
 func TestDay2ImageTagWithTheChartStrategyFails(t *testing.T) {
 	t.Parallel()
@@ -207,8 +209,15 @@ func TestDay2ImageTagWithTheChartStrategyFails(t *testing.T) {
 			renderFor(t, "dev", tool, dir, func(cfg *config.Config) { cfg.Serving.Image = newImage })
 			surgeAsTheChart(t, dir)
 			c.Limit = time.Minute // the rollout that works takes seconds
-			steps, _ := deliver(t, c, dir, tool)
-			if delivery.Failed(steps) == nil {
+			steps, objs := deliver(t, c, dir, tool)
+			if delivery.Failed(steps) != nil {
+				return // Flux: the GPU layer's wait fails
+			}
+			// Argo CD: the engines are in the last wave, which a sync does
+			// not wait for; the Application stays Progressing
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if problems := c.Converged(ctx, objs, time.Minute); len(problems) == 0 {
 				t.Fatalf("the rollout completed with maxSurge 100 %% on a full pool: the harness does not see the strategy\n%s", c.Srv.Kubectl(t, "get", "pods", "-A", "-o", "wide"))
 			}
 		})
