@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/natron/gpu-node-pools/internal/helm"
 	"github.com/natron/gpu-node-pools/internal/kube"
 	"github.com/natron/gpu-node-pools/internal/testkit/helmtest"
 	"github.com/natron/gpu-node-pools/internal/testkit/pulumitest"
@@ -28,12 +29,12 @@ func stackObjects(t *testing.T, m *pulumitest.Mocks) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, r := range m.Resources() {
-		parts := strings.Split(r.Type, ":")
-		if len(parts) != 3 || parts[0] != "kubernetes" || strings.HasPrefix(parts[1], "helm.sh/") || parts[1] == "providers" {
+		apiVersion, kind, ok := helm.ChildKind(r.Type)
+		if !ok {
 			continue
 		}
 		o := plainInputs(r.Inputs)
-		o["apiVersion"], o["kind"] = strings.TrimPrefix(parts[1], "core/"), parts[2]
+		o["apiVersion"], o["kind"] = apiVersion, kind
 		out = append(out, o)
 	}
 	return out

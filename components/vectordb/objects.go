@@ -120,13 +120,19 @@ func Cluster(s Spec, store *Store) map[string]any {
 		"inheritedMetadata":     map[string]any{"labels": labels},
 	}
 	if store != nil {
-		objectStore := barmanStore(s, store, labels, spec)
+		if store.Endpoint == "" { // Blob storage: the pods sign in with workload identity
+			maps.Copy(labels, store.Identity.PodLabelValues())
+			spec["serviceAccountTemplate"] = map[string]any{"metadata": map[string]any{
+				"annotations": store.Identity.ServiceAccountAnnotationValues(),
+			}}
+		}
+		objectStore := barmanStore(s, store)
 		objectStore["serverName"] = cmp.Or(s.Archive, s.Name)
 		objectStore["wal"] = map[string]any{"compression": "gzip"}
 		objectStore["data"] = map[string]any{"compression": "gzip"}
 		spec["backup"] = map[string]any{"barmanObjectStore": objectStore, "retentionPolicy": "30d"}
 		if s.RestoreFrom != "" {
-			origin := barmanStore(s, store, labels, spec)
+			origin := barmanStore(s, store)
 			origin["serverName"] = s.RestoreFrom
 			spec["externalClusters"] = []any{map[string]any{"name": RestoreSource, "barmanObjectStore": origin}}
 			spec["bootstrap"] = map[string]any{"recovery": map[string]any{
@@ -151,24 +157,21 @@ func Cluster(s Spec, store *Store) map[string]any {
 // among its externalClusters.
 const RestoreSource = "archive"
 
-// barmanStore is where and how a database reaches its backup store:
-// the path and the S3 keys, or workload identity for Azure Blob (whose
-// pod labels and service account annotation it adds to labels and spec).
-func barmanStore(s Spec, store *Store, labels, spec map[string]any) map[string]any {
+// barmanStore is where and how a database reaches its backup store: the
+// path and the S3 keys, or Azure Blob through the pods' workload identity
+// (which Cluster gives them), for its own archive and the one it restores
+// from alike.
+func barmanStore(s Spec, store *Store) map[string]any {
 	objectStore := map[string]any{"destinationPath": store.Destination}
-	if store.Endpoint != "" {
-		objectStore["endpointURL"] = store.Endpoint
-		objectStore["s3Credentials"] = map[string]any{
-			"accessKeyId":     map[string]any{"name": BackupSecret(s.Name), "key": AccessKeyKey},
-			"secretAccessKey": map[string]any{"name": BackupSecret(s.Name), "key": SecretKeyKey},
-		}
+	if store.Endpoint == "" {
+		objectStore["azureCredentials"] = map[string]any{"inheritFromAzureAD": true}
 		return objectStore
 	}
-	objectStore["azureCredentials"] = map[string]any{"inheritFromAzureAD": true}
-	maps.Copy(labels, store.Identity.PodLabelValues())
-	spec["serviceAccountTemplate"] = map[string]any{"metadata": map[string]any{
-		"annotations": store.Identity.ServiceAccountAnnotationValues(),
-	}}
+	objectStore["endpointURL"] = store.Endpoint
+	objectStore["s3Credentials"] = map[string]any{
+		"accessKeyId":     map[string]any{"name": BackupSecret(s.Name), "key": AccessKeyKey},
+		"secretAccessKey": map[string]any{"name": BackupSecret(s.Name), "key": SecretKeyKey},
+	}
 	return objectStore
 }
 

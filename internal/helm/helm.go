@@ -224,7 +224,7 @@ func Install(ctx *pulumi.Context, resource string, r Release, namespace string, 
 // inputs are what the chart rendered (a value that is not plain data is
 // carried through as it is); the Chart itself is left alone.
 func (r Release) transform(_ context.Context, a *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
-	group, kind, ok := childKind(a.Type)
+	group, kind, ok := ChildKind(a.Type)
 	if !ok {
 		return nil
 	}
@@ -248,10 +248,10 @@ func (r Release) transform(_ context.Context, a *pulumi.ResourceTransformArgs) *
 	return &pulumi.ResourceTransformResult{Props: props, Opts: a.Opts}
 }
 
-// childKind is the apiVersion and kind of a Kubernetes object's type
+// ChildKind is the apiVersion and kind of a Kubernetes object's type
 // token (kubernetes:apps/v1:Deployment, kubernetes:core/v1:Service); not
 // of the provider's components (a Chart, a ConfigGroup, a Kustomization).
-func childKind(token string) (apiVersion, kind string, ok bool) {
+func ChildKind(token string) (apiVersion, kind string, ok bool) {
 	parts := strings.Split(token, ":")
 	if len(parts) != 3 || parts[0] != "kubernetes" {
 		return "", "", false

@@ -216,8 +216,9 @@ func pruneWaves(stale []*unstructured.Unstructured) map[string]int {
 // waitPruned waits until each object the wave pruned is gone: the sync
 // neither moves to the next wave nor ends while a pruned object is still
 // being deleted (gitops-engine pkg/sync/sync_context.go, Sync: "if pruned
-// tasks pending deletion, then wait", as Argo CD 3.x vendors it). A finalizer that holds
-// it (a claim a running pod still mounts) holds the sync.
+// tasks pending deletion, then wait", as Argo CD 3.x vendors it). A
+// finalizer that holds it (a claim a running pod still mounts) holds the
+// sync.
 func (c *Cluster) waitPruned(ctx context.Context, pruned []*unstructured.Unstructured, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
@@ -230,7 +231,7 @@ func (c *Cluster) waitPruned(ctx context.Context, pruned []*unstructured.Unstruc
 			case apierrors.IsNotFound(err):
 			case err != nil:
 				left = append(left, fmt.Sprintf("%s: %v", key(o), err))
-			case live.GetUID() == o.GetUID() || o.GetUID() == "":
+			default: // still there (the inventory holds the rendered objects, without UIDs)
 				left = append(left, key(o))
 			}
 		}
